@@ -1,0 +1,100 @@
+package messages
+
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Session description types (the values of the "type" key).
+const (
+	SDPTypeOffer    = "offer"
+	SDPTypeAnswer   = "answer"
+	SDPTypePranswer = "pranswer"
+	SDPTypeRollback = "rollback"
+)
+
+// SessionDescription is a WebRTC session description as Snowflake serializes
+// it (pion's JSON form):
+//
+//	{"type":"offer","sdp":"v=0\r\no=- 7207834799972382898 ..."}
+//
+// Type is one of offer, answer, pranswer and rollback. SDP is the SDP text
+// itself: valid UTF-8 but otherwise unchecked here (the WebRTC stack parses
+// it). SDP contains raw CR LF line breaks and IP addresses: it is not safe
+// for log lines (scrub it with common/safelog and quote it), metric labels or
+// pages (escape it).
+type SessionDescription struct {
+	Type string `json:"type"`
+	SDP  string `json:"sdp"`
+}
+
+// sessionDescriptionWire distinguishes missing (or null) keys from empty
+// ones.
+type sessionDescriptionWire struct {
+	Type *string `json:"type"`
+	SDP  *string `json:"sdp"`
+}
+
+func validSDPType(t string) bool {
+	switch t {
+	case SDPTypeOffer, SDPTypeAnswer, SDPTypePranswer, SDPTypeRollback:
+		return true
+	}
+	return false
+}
+
+// DecodeSessionDescription parses a serialized session description. s must be
+// at most MaxSessionDescriptionLength bytes of valid UTF-8 without control
+// characters (so no whitespace other than spaces between JSON tokens; Go and
+// browsers never write any), a JSON object with a string "type" (one of the
+// four types) and a string "sdp" (may be empty). Keys are matched
+// case-insensitively and unknown keys ignored, as Go's decoder does. Every
+// failure wraps ErrInvalidSessionDescription; the text is "malformed session
+// description: <reason>".
+func DecodeSessionDescription(s string) (SessionDescription, error) {
+	if len(s) > MaxSessionDescriptionLength {
+		return SessionDescription{}, fmt.Errorf("%w: longer than %d bytes", ErrInvalidSessionDescription, MaxSessionDescriptionLength)
+	}
+	if !utf8.ValidString(s) {
+		return SessionDescription{}, fmt.Errorf("%w: invalid UTF-8", ErrInvalidSessionDescription)
+	}
+	if hasControl(s) {
+		return SessionDescription{}, fmt.Errorf("%w: control character", ErrInvalidSessionDescription)
+	}
+	var w sessionDescriptionWire
+	if err := json.Unmarshal([]byte(s), &w); err != nil {
+		return SessionDescription{}, fmt.Errorf("%w: %w", ErrInvalidSessionDescription, err)
+	}
+	if w.Type == nil {
+		return SessionDescription{}, fmt.Errorf("%w: no type", ErrInvalidSessionDescription)
+	}
+	if w.SDP == nil {
+		return SessionDescription{}, fmt.Errorf("%w: no sdp", ErrInvalidSessionDescription)
+	}
+	if !validSDPType(*w.Type) {
+		return SessionDescription{}, fmt.Errorf("%w: unknown type", ErrInvalidSessionDescription)
+	}
+	return SessionDescription{Type: *w.Type, SDP: *w.SDP}, nil
+}
+
+// Encode serializes d as Go's encoding/json (and so Snowflake) writes it:
+// {"type":"...","sdp":"..."}, with <, > and & escaped as \u003c etc. It fails
+// with ErrInvalidSessionDescription for an unknown type, invalid UTF-8, or a
+// result longer than MaxSessionDescriptionLength.
+func (d SessionDescription) Encode() (string, error) {
+	if !validSDPType(d.Type) {
+		return "", fmt.Errorf("%w: unknown type", ErrInvalidSessionDescription)
+	}
+	if !utf8.ValidString(d.SDP) {
+		return "", fmt.Errorf("%w: invalid UTF-8", ErrInvalidSessionDescription)
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidSessionDescription, err)
+	}
+	if len(b) > MaxSessionDescriptionLength {
+		return "", fmt.Errorf("%w: longer than %d bytes", ErrInvalidSessionDescription, MaxSessionDescriptionLength)
+	}
+	return string(b), nil
+}
