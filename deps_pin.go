@@ -19,4 +19,6 @@ import (
 	_ "golang.org/x/crypto/acme/autocert"
 	_ "golang.org/x/time/rate"
 	_ "go.uber.org/goleak"
+	_ "github.com/refraction-networking/utls"
+	_ "github.com/chromedp/chromedp"
 )
