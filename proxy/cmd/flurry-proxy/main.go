@@ -1,0 +1,168 @@
+// Command flurry-proxy is a Flurry proxy: it polls a broker for censored
+// clients, accepts their WebRTC connections and relays them to a relay
+// (a Snowflake bridge). Flags use Snowflake's names; see docs/proxy.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flurrypt/flurry/common/safelog"
+	"github.com/flurrypt/flurry/proxy"
+)
+
+const usageTail = `
+No flag points at a public host. To serve Tor's Snowflake network:
+
+  flurry-proxy -broker https://snowflake-broker.torproject.net/ \
+    -relay wss://snowflake.torproject.net/ \
+    -stun stun:stun.l.google.com:19302,stun:stun.voip.blackberry.com:3478 \
+    -nat-probe-server https://snowflake-broker.torproject.net:8443/probe
+`
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	fs := flag.NewFlagSet("flurry-proxy", flag.ContinueOnError)
+	var (
+		broker         = fs.String("broker", "", "broker `URL` (required); \"proxy\" and \"answer\" are resolved against it")
+		relay          = fs.String("relay", "", "default relay `URL` (wss://), used when the broker names none; checked for reachability at start")
+		stun           = fs.String("stun", "", "comma-separated STUN `URLs`; empty: no STUN server, host candidates only")
+		capacity       = fs.Int("capacity", 0, "maximum concurrent clients; 0 is unlimited")
+		pattern        = fs.String("allowed-relay-hostname-pattern", "", "relay hostname `pattern` sent to the broker and enforced here; must end with $ (\"^\" prefix = exact); default: the -relay hostname followed by $")
+		nonTLS         = fs.Bool("allow-non-tls-relay", false, "allow ws:// relays (unencrypted)")
+		private        = fs.Bool("allow-proxying-to-private-addresses", false, "allow relays whose addresses (literal or resolved) are private, loopback or link-local")
+		keepLocal      = fs.Bool("keep-local-addresses", false, "keep private and loopback candidates in answers")
+		outbound       = fs.String("outbound-address", "", "public `IP` to announce in place of host candidate addresses (not with -keep-local-addresses)")
+		ports          = fs.String("ephemeral-ports-range", "", "UDP port range `min:max` for WebRTC; empty: any port")
+		natProbe       = fs.String("nat-probe-server", "", "NAT probe `URL` (Snowflake probetest or flurry-natprobe); empty: no probe, NAT type stays unknown")
+		natRetest      = fs.Duration("nat-retest-interval", proxy.DefaultNATRetestInterval, "time between NAT probes; 0 probes only at start")
+		pollInterval   = fs.Duration("poll-interval", proxy.DefaultPollInterval, "time between polls when the broker gives none, and first error back-off; at least 1s")
+		summary        = fs.Duration("summary-interval", proxy.DefaultSummaryInterval, "time between summary log lines; 0 disables them")
+		metrics        = fs.Bool("metrics", false, "serve Prometheus metrics at /internal/metrics")
+		metricsAddress = fs.String("metrics-address", "localhost", "metrics listen `address`")
+		metricsPort    = fs.Int("metrics-port", 9999, "metrics listen `port`")
+		unsafeLogging  = fs.Bool("unsafe-logging", false, "do not scrub IP addresses from the log")
+		verbose        = fs.Bool("verbose", false, "log every session (debug level)")
+		version        = fs.Bool("version", false, "print the version and exit")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: flurry-proxy -broker URL -relay URL [flags]\n\n")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), usageTail)
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *version {
+		fmt.Fprintln(os.Stderr, "flurry-proxy", versionString())
+		return 0
+	}
+	if *broker == "" || (*relay == "" && *pattern == "") {
+		fmt.Fprintln(os.Stderr, "flurry-proxy: set -broker and -relay (or -allowed-relay-hostname-pattern).")
+		fmt.Fprint(os.Stderr, usageTail)
+		return 2
+	}
+	if *pollInterval < time.Second {
+		fmt.Fprintln(os.Stderr, "flurry-proxy: -poll-interval must be at least 1s")
+		return 2
+	}
+
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	if !*unsafeLogging {
+		h = safelog.NewHandler(h)
+	}
+	log := slog.New(h)
+
+	cfg := proxy.Config{
+		BrokerURL:           *broker,
+		RelayURL:            *relay,
+		AllowedRelayPattern: *pattern,
+		AllowNonTLSRelay:    *nonTLS,
+		AllowPrivateRelay:   *private,
+		Capacity:            *capacity,
+		KeepLocalAddresses:  *keepLocal,
+		OutboundAddress:     *outbound,
+		NATProbeURL:         *natProbe,
+		NATRetestInterval:   *natRetest,
+		PollInterval:        *pollInterval,
+		SummaryInterval:     *summary,
+		Logger:              log,
+	}
+	if *stun != "" {
+		cfg.STUNURLs = strings.Split(*stun, ",")
+	}
+	if *natRetest == 0 {
+		cfg.NATRetestInterval = -1
+	}
+	if *summary == 0 {
+		cfg.SummaryInterval = -1
+	}
+	var err error
+	if cfg.PortMin, cfg.PortMax, err = proxy.ParsePortRange(*ports); err != nil {
+		fmt.Fprintln(os.Stderr, "flurry-proxy:", err)
+		return 2
+	}
+	if *metrics {
+		cfg.MetricsAddress = net.JoinHostPort(*metricsAddress, strconv.Itoa(*metricsPort))
+	}
+	if cfg.PortMin != 0 {
+		width := int(cfg.PortMax-cfg.PortMin) + 1
+		if assumed := max(*capacity, 10); width < 2*assumed {
+			log.Warn("the ephemeral port range may be too narrow for the capacity", "ports", width, "clients", assumed)
+		}
+	}
+	if len(cfg.STUNURLs) == 0 && !*keepLocal && *outbound == "" {
+		log.Warn("no -stun server and no -outbound-address: answers will only carry public host candidates")
+	}
+
+	p, err := proxy.New(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flurry-proxy:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := p.Run(ctx); err != nil {
+		log.Error("proxy stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func versionString() string {
+	v := "(devel)"
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if info.Main.Version != "" {
+		v = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 8 {
+			v += " (" + s.Value[:8] + ")"
+		}
+	}
+	return v
+}
