@@ -1,0 +1,274 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flurrypt/flurry/broker/internal/bridgelist"
+	"github.com/flurrypt/flurry/broker/internal/clientaddr"
+	"github.com/flurrypt/flurry/broker/internal/event"
+	"github.com/flurrypt/flurry/broker/internal/matcher"
+	"github.com/flurrypt/flurry/broker/internal/ratelimit"
+	"github.com/flurrypt/flurry/common/relaypattern"
+	"github.com/flurrypt/flurry/messages"
+)
+
+// pool indexes for per-pool state.
+const (
+	poolRestricted   = 0 // proxies with restricted or unknown NAT
+	poolUnrestricted = 1
+)
+
+// Broker is a Snowflake-compatible rendezvous broker. Create it with New,
+// serve Handler, call Run, and call Shutdown before shutting the HTTP
+// server down.
+type Broker struct {
+	cfg     Config
+	sink    event.Sink
+	bridges *bridgelist.List
+	allowed *relaypattern.Pattern // nil: AllowedRelayPattern empty
+	match   *matcher.Matcher
+	addrs   *clientaddr.Resolver
+
+	proxyLimit  *ratelimit.Limiter
+	clientLimit *ratelimit.Limiter
+
+	reloadMu sync.Mutex              // serialises ReloadPollIntervals
+	pools    [2]atomic.Pointer[pool] // per-pool NextPoll state, replaced on reload
+	bufs     sync.Pool               // *[]byte request body buffers
+	fixed    fixedResponses          // immutable after New
+	cors     [2][]string             // header values, never modified
+	allow    []string                // Allow header value, never modified
+	ctype    []string                // Content-Type header value, never modified
+	shutOnce sync.Once               // guards Shutdown
+}
+
+// pool is the reloadable state of one NAT pool.
+type pool struct {
+	nextPoll int64  // milliseconds
+	noMatch  []byte // encoded "no match" response carrying nextPoll
+}
+
+// probeOffer is a minimal session description used to check that a relay
+// URL can be encoded in a proxy poll response.
+const probeOffer = `{"type":"offer","sdp":"v=0\\r\\n"}`
+
+// fixedResponses are response bodies encoded once.
+type fixedResponses struct {
+	incorrectPattern []byte // proxy poll: "incorrect relay pattern"
+	noProxies        []byte // client: StrNoProxies
+	timedOut         []byte // client: StrTimedOut
+	unknownBridge    []byte // client: StrUnknownBridge
+	answerSuccess    []byte // answer: success
+	answerGone       []byte // answer: client gone
+}
+
+// Stats is a snapshot of the proxies the broker holds.
+type Stats struct {
+	WaitingRestricted   int // restricted- or unknown-NAT proxies waiting
+	WaitingUnrestricted int // unrestricted-NAT proxies waiting
+	Matched             int // proxies matched, answer not yet delivered
+}
+
+// New validates cfg, loads the bridge list and poll-interval file, and
+// returns a Broker ready to serve.
+func New(cfg Config) (*Broker, error) {
+	return newBroker(cfg, nil)
+}
+
+// newBroker is New with an event sink (nil = event.Nop).
+func newBroker(cfg Config, sink event.Sink) (*Broker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if sink == nil {
+		sink = event.Nop{}
+	}
+	b := &Broker{
+		cfg:   cfg,
+		sink:  sink,
+		match: matcher.New(),
+		addrs: clientaddr.New(cfg.TrustedProxies),
+		cors:  [2][]string{{"*"}, {"Origin, X-Session-ID"}},
+		allow: []string{"OPTIONS, POST"},
+		ctype: []string{"text/plain; charset=utf-8"},
+	}
+	if cfg.AllowedRelayPattern != "" {
+		p, _ := relaypattern.Parse(cfg.AllowedRelayPattern) // validated
+		b.allowed = &p
+	}
+	if err := b.loadBridges(); err != nil {
+		return nil, err
+	}
+
+	exempt := cfg.RateLimitExempt
+	if !cfg.RateLimitLoopback {
+		exempt = append(exempt, netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"))
+	}
+	b.proxyLimit = ratelimit.New(ratelimit.Config{Rate: cfg.ProxyRate, Burst: cfg.ProxyBurst, MaxEntries: cfg.RateLimitEntries, Exempt: exempt})
+	b.clientLimit = ratelimit.New(ratelimit.Config{Rate: cfg.ClientRate, Burst: cfg.ClientBurst, MaxEntries: cfg.RateLimitEntries, Exempt: exempt})
+
+	if err := b.encodeFixed(); err != nil {
+		return nil, err
+	}
+	pi := pollIntervals{restricted: cfg.PollInterval, unrestricted: cfg.PollInterval}
+	if cfg.PollIntervalPath != "" {
+		if pi, err = readPollIntervals(cfg.PollIntervalPath, cfg.PollInterval); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.setPollIntervals(pi); err != nil {
+		return nil, err
+	}
+	b.bufs.New = func() any {
+		buf := make([]byte, 0, initialBodyBuffer)
+		return &buf
+	}
+	cfg.Logger.Info("broker ready",
+		"bridges", b.bridges.Len(),
+		"allowed_relay_pattern", cfg.AllowedRelayPattern,
+		"proxy_hold", cfg.ProxyHold,
+		"client_timeout", cfg.ClientTimeout,
+		"poll_interval_restricted", pi.restricted,
+		"poll_interval_unrestricted", pi.unrestricted)
+	return b, nil
+}
+
+// loadBridges reads the bridge list (or builds the default) and checks it
+// against the allowed relay pattern.
+func (b *Broker) loadBridges() error {
+	var (
+		l   *bridgelist.List
+		err error
+	)
+	if b.cfg.BridgeListPath == "" {
+		l, err = bridgelist.Single("default", defaultBridgeFingerprint, DefaultRelayURL)
+	} else {
+		var f *os.File
+		f, err = os.Open(b.cfg.BridgeListPath)
+		if err == nil {
+			l, err = bridgelist.Parse(f)
+			f.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBridgeList, err)
+	}
+	if l.Len() > matcher.MaxBridges {
+		return fmt.Errorf("%w: more than %d bridges", ErrBridgeList, matcher.MaxBridges)
+	}
+	for i := range l.Len() {
+		br := l.At(i)
+		if b.allowed != nil && !b.allowed.Match(br.Host) {
+			return fmt.Errorf("%w: relay %s is not allowed by the allowed relay pattern %s", ErrBridgeList, br.WebSocketAddress, b.allowed)
+		}
+		// The relay URL must be one a proxy poll response can carry.
+		probe := messages.ProxyPollResponse{Status: messages.StatusClientMatch, Offer: probeOffer, RelayURL: br.WebSocketAddress}
+		if _, err := probe.Encode(); err != nil {
+			return fmt.Errorf("%w: relay URL %q: %w", ErrBridgeList, br.WebSocketAddress, err)
+		}
+	}
+	b.bridges = l
+	return nil
+}
+
+func (b *Broker) encodeFixed() error {
+	var err error
+	enc := func(dst *[]byte, m interface{ Encode() ([]byte, error) }) {
+		if err == nil {
+			*dst, err = m.Encode()
+		}
+	}
+	enc(&b.fixed.incorrectPattern, messages.ProxyPollResponse{Status: messages.StatusIncorrectRelayPattern, NextPoll: RelayPatternPollInterval.Milliseconds()})
+	enc(&b.fixed.noProxies, messages.ClientPollResponse{Error: messages.StrNoProxies})
+	enc(&b.fixed.timedOut, messages.ClientPollResponse{Error: messages.StrTimedOut})
+	enc(&b.fixed.unknownBridge, messages.ClientPollResponse{Error: messages.StrUnknownBridge})
+	enc(&b.fixed.answerSuccess, messages.ProxyAnswerResponse{Status: messages.StatusSuccess})
+	enc(&b.fixed.answerGone, messages.ProxyAnswerResponse{Status: messages.StatusClientGone})
+	if err != nil {
+		return fmt.Errorf("encode fixed responses: %w", err)
+	}
+	return nil
+}
+
+// setPollIntervals installs new NextPoll values.
+func (b *Broker) setPollIntervals(pi pollIntervals) error {
+	for i, d := range [2]time.Duration{poolRestricted: pi.restricted, poolUnrestricted: pi.unrestricted} {
+		ms := d.Milliseconds()
+		nm, err := messages.ProxyPollResponse{Status: messages.StatusNoMatch, NextPoll: ms}.Encode()
+		if err != nil {
+			return fmt.Errorf("encode no-match response: %w", err)
+		}
+		b.pools[i].Store(&pool{nextPoll: ms, noMatch: nm})
+	}
+	return nil
+}
+
+// ReloadPollIntervals re-reads Config.PollIntervalPath (main calls it on
+// SIGHUP). On error the current intervals stay. Without a path it does
+// nothing.
+func (b *Broker) ReloadPollIntervals() error {
+	if b.cfg.PollIntervalPath == "" {
+		return nil
+	}
+	b.reloadMu.Lock()
+	defer b.reloadMu.Unlock()
+	pi, err := readPollIntervals(b.cfg.PollIntervalPath, b.cfg.PollInterval)
+	if err != nil {
+		return err
+	}
+	if err := b.setPollIntervals(pi); err != nil {
+		return err
+	}
+	b.cfg.Logger.Info("poll intervals reloaded", "restricted", pi.restricted, "unrestricted", pi.unrestricted)
+	return nil
+}
+
+// PollIntervals returns the current NextPoll of the restricted (also used
+// for unknown NAT) and unrestricted pools.
+func (b *Broker) PollIntervals() (restricted, unrestricted time.Duration) {
+	return time.Duration(b.pools[poolRestricted].Load().nextPoll) * time.Millisecond,
+		time.Duration(b.pools[poolUnrestricted].Load().nextPoll) * time.Millisecond
+}
+
+// Config returns the broker's configuration with defaults filled in (main
+// derives its http.Server timeouts from ProxyHold and ClientTimeout).
+func (b *Broker) Config() Config {
+	c := b.cfg
+	c.RateLimitExempt = append([]netip.Prefix(nil), c.RateLimitExempt...)
+	c.TrustedProxies = append([]netip.Prefix(nil), c.TrustedProxies...)
+	return c
+}
+
+// Stats returns how many proxies are waiting and matched.
+func (b *Broker) Stats() Stats {
+	s := b.match.Stats()
+	return Stats{WaitingRestricted: s.WaitingRestricted, WaitingUnrestricted: s.WaitingUnrestricted, Matched: s.Matched}
+}
+
+// Run runs the broker's background work until ctx ends, then calls
+// Shutdown. It returns nil after ctx ends. (Today the broker has no
+// background work; metrics will add a periodic task here.)
+func (b *Broker) Run(ctx context.Context) error {
+	<-ctx.Done()
+	b.Shutdown()
+	return nil
+}
+
+// Shutdown answers every waiting proxy poll with "no match" at once and
+// from then on answers new polls with "no match" and new clients with "no
+// snowflake proxies currently available". Sessions already matched still
+// complete. Call it before http.Server.Shutdown, which then waits for the
+// remaining client requests (at most ClientTimeout). Shutdown is idempotent.
+func (b *Broker) Shutdown() {
+	b.shutOnce.Do(func() {
+		b.match.Close()
+		b.cfg.Logger.Info("broker shutting down")
+	})
+}

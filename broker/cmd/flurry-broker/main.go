@@ -1,0 +1,361 @@
+// Command flurry-broker is Flurry's rendezvous broker, a drop-in for
+// Snowflake's broker: Snowflake proxies and clients use it unchanged. It
+// parses flags into a broker.Config, sets up logging, TLS and signals, and
+// serves broker.Handler. See docs/broker.md.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/acme/autocert"
+
+	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/common/safelog"
+)
+
+// Server limits. The read and write timeouts must exceed the longest a
+// handler waits (proxy hold or client timeout), or net/http would cancel the
+// long-poll; serverSlack is added on top.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 60 * time.Second
+	maxHeaderBytes    = 16 << 10
+	serverSlack       = 20 * time.Second
+	shutdownGrace     = 5 * time.Second // on top of the client timeout
+)
+
+// options are the parsed command line.
+type options struct {
+	addr                string
+	disableTLS          bool
+	certFile, keyFile   string
+	acmeHostnames       string
+	acmeEmail           string
+	acmeCertCache       string
+	acmeHTTPAddr        string
+	bridgeListPath      string
+	allowedRelayPattern string
+	pollIntervalPath    string
+	disableGeoIP        bool
+	geoipDB, geoip6DB   string
+	metricsLog          string
+	unsafeLogging       bool
+	logLevel            string
+
+	proxyHold, clientTimeout time.Duration
+	proxyRate, clientRate    float64
+	proxyBurst, clientBurst  int
+	rateLimitLoopback        bool
+	rateLimitExempt          string
+	trustedProxies           string
+}
+
+func main() {
+	opts, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "flurry-broker:", err)
+		os.Exit(2)
+	}
+	if err := run(opts); err != nil {
+		fmt.Fprintln(os.Stderr, "flurry-broker:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
+	o := &options{}
+	fs.StringVar(&o.addr, "addr", ":443", "address to listen on")
+	fs.BoolVar(&o.disableTLS, "disable-tls", false, "serve plain HTTP (behind a TLS-terminating proxy or CDN, or for tests); excludes -cert/-key and -acme-hostnames")
+	fs.StringVar(&o.certFile, "cert", "", "TLS certificate file (PEM); needs -key")
+	fs.StringVar(&o.keyFile, "key", "", "TLS private key file (PEM); needs -cert")
+	fs.StringVar(&o.acmeHostnames, "acme-hostnames", "", "comma-separated hostnames to get Let's Encrypt certificates for (ACME HTTP-01, answered on -acme-http-addr)")
+	fs.StringVar(&o.acmeEmail, "acme-email", "", "contact email for the ACME account")
+	fs.StringVar(&o.acmeCertCache, "acme-cert-cache", "acme-cert-cache", "directory to cache ACME certificates in (created 0700; without it certificates are not cached)")
+	fs.StringVar(&o.acmeHTTPAddr, "acme-http-addr", ":80", "address of the plain-HTTP listener for ACME HTTP-01 challenges (with -acme-hostnames)")
+	fs.StringVar(&o.bridgeListPath, "bridge-list-path", "", "bridge list file: one JSON object per line with displayName, webSocketAddress and fingerprint (default: one bridge, fingerprint "+"2B280B23E1107BB62ABFC40DDCC8824814F80A72 at "+broker.DefaultRelayURL+")")
+	fs.StringVar(&o.allowedRelayPattern, "allowed-relay-pattern", "", "relay hostname pattern (ending in '$', leading '^' for an exact name): proxies whose AcceptedRelayPattern is not a superset are told \"incorrect relay pattern\", and every bridge must match it. Empty: accept any proxy whose pattern accepts at least one bridge")
+	fs.StringVar(&o.pollIntervalPath, "poll-interval-filepath", "", `JSON file with the proxies' NextPoll per pool in milliseconds, {"unrestricted_poll_interval": 20000, "restricted_poll_interval": 20000}; reloaded on SIGHUP`)
+	fs.BoolVar(&o.disableGeoIP, "disable-geoip", false, "do not load geoip databases (used by metrics, which are not implemented yet: accepted for compatibility)")
+	fs.StringVar(&o.geoipDB, "geoipdb", "/usr/share/tor/geoip", "tor-format IPv4 geoip file (used by metrics, not implemented yet)")
+	fs.StringVar(&o.geoip6DB, "geoip6db", "/usr/share/tor/geoip6", "tor-format IPv6 geoip file (used by metrics, not implemented yet)")
+	fs.StringVar(&o.metricsLog, "metrics-log", "", "file for the daily text metrics (used by metrics, not implemented yet)")
+	fs.BoolVar(&o.unsafeLogging, "unsafe-logging", false, "do not scrub IP addresses from logs")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&o.proxyHold, "proxy-hold", broker.DefaultProxyHold, "how long a proxy's poll is held waiting for a client")
+	fs.DurationVar(&o.clientTimeout, "client-timeout", broker.DefaultClientTimeout, "budget of a whole client request, including waiting for the proxy's answer")
+	fs.Float64Var(&o.proxyRate, "proxy-rate", broker.DefaultProxyRate, "POST /proxy requests per second allowed per client address (IPv6: per /64); negative disables the limit")
+	fs.IntVar(&o.proxyBurst, "proxy-burst", broker.DefaultProxyBurst, "POST /proxy burst per client address")
+	fs.Float64Var(&o.clientRate, "client-rate", broker.DefaultClientRate, "POST /client requests per second allowed per client address; negative disables the limit")
+	fs.IntVar(&o.clientBurst, "client-burst", broker.DefaultClientBurst, "POST /client burst per client address")
+	fs.BoolVar(&o.rateLimitLoopback, "rate-limit-loopback", false, "rate-limit loopback addresses too (exempt by default)")
+	fs.StringVar(&o.rateLimitExempt, "rate-limit-exempt", "", "comma-separated CIDRs or addresses never rate-limited")
+	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or addresses of reverse proxies/CDNs whose Forwarded and X-Forwarded-For headers are believed (for rate limits and, later, geoip)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: flurry-broker (-disable-tls | -cert FILE -key FILE | -acme-hostnames NAMES) [flags]\n\nA Snowflake-compatible rendezvous broker. See docs/broker.md.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if _, err := o.tlsMode(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// tlsMode is how the broker serves: exactly one of the three.
+type tlsMode int
+
+const (
+	modePlain tlsMode = iota
+	modeCertFile
+	modeACME
+)
+
+func (o *options) tlsMode() (tlsMode, error) {
+	acme := o.acmeHostnames != ""
+	files := o.certFile != "" || o.keyFile != ""
+	switch {
+	case acme && files:
+		return 0, errors.New("-acme-hostnames cannot be combined with -cert/-key")
+	case o.disableTLS && (acme || files):
+		return 0, errors.New("-disable-tls cannot be combined with -acme-hostnames or -cert/-key")
+	case acme:
+		return modeACME, nil
+	case files:
+		if o.certFile == "" || o.keyFile == "" {
+			return 0, errors.New("-cert and -key must be given together")
+		}
+		return modeCertFile, nil
+	case o.disableTLS:
+		return modePlain, nil
+	}
+	return 0, errors.New("one of -acme-hostnames, -cert and -key, or -disable-tls is required")
+}
+
+// parsePrefixes parses a comma-separated list of CIDRs or bare addresses.
+func parsePrefixes(flagName, s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("-%s: %q is neither a CIDR nor an address", flagName, f)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}
+
+func newLogger(w io.Writer, level string, unsafeLogging bool) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level: %w", err)
+	}
+	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{
+		Level: lvl,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				a.Value = slog.TimeValue(a.Value.Time().UTC())
+			}
+			return a
+		},
+	})
+	if !unsafeLogging {
+		h = safelog.NewHandler(h)
+	}
+	return slog.New(h), nil
+}
+
+func run(o *options) error {
+	log, err := newLogger(os.Stderr, o.logLevel, o.unsafeLogging)
+	if err != nil {
+		return err
+	}
+	exempt, err := parsePrefixes("rate-limit-exempt", o.rateLimitExempt)
+	if err != nil {
+		return err
+	}
+	trusted, err := parsePrefixes("trusted-proxies", o.trustedProxies)
+	if err != nil {
+		return err
+	}
+	if o.metricsLog != "" {
+		log.Warn("metrics are not implemented yet; -metrics-log is ignored")
+	}
+
+	b, err := broker.New(broker.Config{
+		BridgeListPath:      o.bridgeListPath,
+		AllowedRelayPattern: o.allowedRelayPattern,
+		PollIntervalPath:    o.pollIntervalPath,
+		ProxyHold:           o.proxyHold,
+		ClientTimeout:       o.clientTimeout,
+		ProxyRate:           o.proxyRate,
+		ProxyBurst:          o.proxyBurst,
+		ClientRate:          o.clientRate,
+		ClientBurst:         o.clientBurst,
+		RateLimitLoopback:   o.rateLimitLoopback,
+		RateLimitExempt:     exempt,
+		TrustedProxies:      trusted,
+		Logger:              log,
+	})
+	if err != nil {
+		return err
+	}
+	cfg := b.Config()
+	longest := max(cfg.ProxyHold, cfg.ClientTimeout)
+	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	srv := &http.Server{
+		Handler:           b.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       longest + serverSlack,
+		WriteTimeout:      longest + serverSlack,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errorLog,
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	mode, _ := o.tlsMode()
+	var acmeSrv *http.Server
+	if mode == modeACME {
+		m := &autocert.Manager{
+			Prompt:     autocert.AcceptTOS,
+			HostPolicy: autocert.HostWhitelist(splitList(o.acmeHostnames)...),
+			Email:      o.acmeEmail,
+		}
+		if o.acmeCertCache != "" {
+			if err := os.MkdirAll(o.acmeCertCache, 0o700); err != nil {
+				log.Warn("cannot create the ACME certificate cache; certificates will not be cached", "err", err)
+			} else {
+				m.Cache = autocert.DirCache(o.acmeCertCache)
+			}
+		}
+		srv.TLSConfig = m.TLSConfig()
+		srv.TLSConfig.MinVersion = tls.VersionTLS12
+		acmeSrv = &http.Server{
+			Addr:              o.acmeHTTPAddr,
+			Handler:           m.HTTPHandler(nil),
+			ReadHeaderTimeout: readHeaderTimeout,
+			ReadTimeout:       serverSlack,
+			WriteTimeout:      serverSlack,
+			IdleTimeout:       idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          errorLog,
+		}
+	} else if mode == modeCertFile {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	serveErr := make(chan error, 2)
+	wg.Go(func() {
+		var err error
+		switch mode {
+		case modePlain:
+			err = srv.Serve(ln)
+		case modeCertFile:
+			err = srv.ServeTLS(ln, o.certFile, o.keyFile)
+		case modeACME:
+			err = srv.ServeTLS(ln, "", "")
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			serveErr <- err
+		}
+	})
+	if acmeSrv != nil {
+		wg.Go(func() {
+			if err := acmeSrv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- fmt.Errorf("ACME HTTP-01 listener: %w", err)
+			}
+		})
+	}
+	wg.Go(func() { _ = b.Run(ctx) })
+	wg.Go(func() { reloadOnSIGHUP(ctx, b, log) })
+	log.Info("flurry-broker listening", "addr", ln.Addr().String(), "tls", [...]string{"off", "cert files", "acme"}[mode])
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case runErr = <-serveErr:
+		stop()
+	}
+	// Waiting proxies get "no match" now; clients in flight finish.
+	b.Shutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ClientTimeout+shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown", "err", err)
+		srv.Close()
+	}
+	if acmeSrv != nil {
+		if err := acmeSrv.Shutdown(sctx); err != nil {
+			acmeSrv.Close()
+		}
+	}
+	wg.Wait()
+	return runErr
+}
+
+// reloadOnSIGHUP reloads the poll-interval file on every SIGHUP until ctx
+// ends.
+func reloadOnSIGHUP(ctx context.Context, b *broker.Broker, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := b.ReloadPollIntervals(); err != nil {
+				log.Error("SIGHUP: poll intervals not reloaded", "err", err)
+			}
+		}
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestTLSModeFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want tlsMode
+		err  string
+	}{
+		{[]string{"-disable-tls"}, modePlain, ""},
+		{[]string{"-cert", "c", "-key", "k"}, modeCertFile, ""},
+		{[]string{"-acme-hostnames", "a.example"}, modeACME, ""},
+		{nil, 0, "one of -acme-hostnames, -cert and -key, or -disable-tls is required"},
+		{[]string{"-cert", "c"}, 0, "-cert and -key must be given together"},
+		{[]string{"-disable-tls", "-cert", "c", "-key", "k"}, 0, "-disable-tls cannot be combined"},
+		{[]string{"-acme-hostnames", "a", "-key", "k"}, 0, "-acme-hostnames cannot be combined"},
+		{[]string{"-disable-tls", "extra"}, 0, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			o, err := parseFlags(fs, tt.args)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, _ := o.tlsMode(); m != tt.want {
+				t.Errorf("mode = %v, want %v", m, tt.want)
+			}
+		})
+	}
+}
+
+func TestParsePrefixes(t *testing.T) {
+	got, err := parsePrefixes("x", " 10.0.0.0/8, 192.0.2.7,2001:db8::/32 ,::ffff:198.51.100.1,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.0/8", "192.0.2.7/32", "2001:db8::/32", "198.51.100.1/32"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("prefix %d = %s, want %s", i, got[i], want[i])
+		}
+	}
+	if _, err := parsePrefixes("x", "10.0.0.0/33"); err == nil {
+		t.Error("bad CIDR accepted")
+	}
+}
+
+func TestLoggerScrubs(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := newLogger(&buf, "info", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("peer 192.0.2.1:443 said hi", "addr", "[2001:db8::1]:80")
+	if s := buf.String(); strings.Contains(s, "192.0.2.1") || strings.Contains(s, "2001:db8") {
+		t.Errorf("address leaked: %s", s)
+	}
+	buf.Reset()
+	log, _ = newLogger(&buf, "info", true)
+	log.Info("peer 192.0.2.1")
+	if !strings.Contains(buf.String(), "192.0.2.1") {
+		t.Errorf("-unsafe-logging scrubbed: %s", buf.String())
+	}
+	if _, err := newLogger(&buf, "loud", false); err == nil {
+		t.Error("bad level accepted")
+	}
+}

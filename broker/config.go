@@ -1,0 +1,166 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/flurrypt/flurry/common/relaypattern"
+	"github.com/flurrypt/flurry/messages"
+)
+
+// Defaults for Config fields left at their zero value.
+const (
+	// DefaultProxyHold is how long a proxy poll waits for a client
+	// (Snowflake's ProxyTimeout).
+	DefaultProxyHold = 10 * time.Second
+	// DefaultClientTimeout is the whole budget of a client request,
+	// including waiting for the proxy's answer (Snowflake's
+	// BrokerClientTimeout, calibrated to CDN timeouts).
+	DefaultClientTimeout = 5 * time.Second
+	// DefaultPollInterval is the NextPoll sent to proxies of both pools.
+	DefaultPollInterval = 20 * time.Second
+	// RelayPatternPollInterval is the NextPoll sent with "incorrect relay
+	// pattern" (Snowflake's MaxPollInterval).
+	RelayPatternPollInterval = time.Hour
+
+	// DefaultProxyRate and DefaultProxyBurst limit /proxy per address: a
+	// proxy polls about once per NextPoll (20 s), so this leaves room for
+	// a hundred proxies behind one address.
+	DefaultProxyRate  = 5.0
+	DefaultProxyBurst = 100
+	// DefaultClientRate and DefaultClientBurst limit /client per address.
+	// A client polls about once every 10 to 20 s. Behind a CDN or domain
+	// front every client shares the CDN's addresses: set TrustedProxies.
+	DefaultClientRate  = 5.0
+	DefaultClientBurst = 50
+
+	// DefaultRelayURL is the relay of the built-in bridge list:
+	// flurry-relay's default listen address, so that a broker and a relay
+	// started with defaults on one machine work together.
+	DefaultRelayURL = "ws://127.0.0.1:8000/"
+)
+
+// Config configures a Broker. The zero value is a working broker with
+// Snowflake's timings, one bridge (DefaultRelayURL) and per-address rate
+// limits that exempt loopback.
+type Config struct {
+	// BridgeListPath is a bridge list file (Snowflake's NDJSON format, see
+	// internal/bridgelist). Empty: one bridge, Snowflake's default
+	// fingerprint (messages.DefaultBridgeFingerprint) at DefaultRelayURL.
+	BridgeListPath string
+
+	// AllowedRelayPattern, when set, is Snowflake's -allowed-relay-pattern:
+	// a proxy is accepted only if its AcceptedRelayPattern is a superset of
+	// it, and every bridge's relay host must match it. Empty (the default)
+	// differs from Snowflake, which then rejects every proxy that sends a
+	// non-empty pattern (reference section 9 item 14): here a proxy is
+	// accepted if its pattern accepts at least one bridge.
+	//
+	// Either way a proxy is only ever matched with clients whose bridge its
+	// own pattern accepts.
+	AllowedRelayPattern string
+
+	// PollIntervalPath is a JSON file with the NextPoll of each pool, in
+	// milliseconds (Snowflake's format), reloaded by ReloadPollIntervals:
+	//	{"unrestricted_poll_interval": 20000, "restricted_poll_interval": 20000}
+	// A missing key means PollInterval; values must be 1 s to 1 h.
+	PollIntervalPath string
+	// PollInterval is the NextPoll of both pools when PollIntervalPath does
+	// not set it. Zero means DefaultPollInterval.
+	PollInterval time.Duration
+
+	// ProxyHold is how long a proxy poll is held waiting for a client.
+	// Zero means DefaultProxyHold.
+	ProxyHold time.Duration
+	// ClientTimeout is the budget of a whole client request. Zero means
+	// DefaultClientTimeout.
+	ClientTimeout time.Duration
+
+	// ProxyRate (requests per second) and ProxyBurst limit POST /proxy per
+	// client address (IPv6: per /64). Zero means the default; a negative
+	// rate disables the limit.
+	ProxyRate  float64
+	ProxyBurst int
+	// ClientRate and ClientBurst limit POST /client likewise.
+	ClientRate  float64
+	ClientBurst int
+	// RateLimitLoopback also limits loopback addresses, which are exempt by
+	// default (so that tests and a local load generator are not throttled).
+	RateLimitLoopback bool
+	// RateLimitExempt lists further prefixes that are never limited.
+	RateLimitExempt []netip.Prefix
+	// RateLimitEntries bounds each limiter's address table. Zero means
+	// 65536.
+	RateLimitEntries int
+
+	// TrustedProxies are the reverse proxies and CDNs whose Forwarded and
+	// X-Forwarded-For headers are believed. Empty: the client address is
+	// always RemoteAddr.
+	TrustedProxies []netip.Prefix
+
+	// Logger receives the broker's logs; nil discards them. The broker never
+	// logs an address itself, but wrap the handler with safelog anyway.
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of c with zero fields filled in, validated.
+func (c Config) withDefaults() (Config, error) {
+	if c.ProxyHold == 0 {
+		c.ProxyHold = DefaultProxyHold
+	}
+	if c.ClientTimeout == 0 {
+		c.ClientTimeout = DefaultClientTimeout
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.ProxyRate == 0 {
+		c.ProxyRate = DefaultProxyRate
+	}
+	if c.ProxyBurst == 0 {
+		c.ProxyBurst = DefaultProxyBurst
+	}
+	if c.ClientRate == 0 {
+		c.ClientRate = DefaultClientRate
+	}
+	if c.ClientBurst == 0 {
+		c.ClientBurst = DefaultClientBurst
+	}
+	c.RateLimitExempt = append([]netip.Prefix(nil), c.RateLimitExempt...)
+	c.TrustedProxies = append([]netip.Prefix(nil), c.TrustedProxies...)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+
+	switch {
+	case c.ProxyHold < 0:
+		return c, fmt.Errorf("%w: proxy hold %v is negative", ErrConfig, c.ProxyHold)
+	case c.ClientTimeout < 0:
+		return c, fmt.Errorf("%w: client timeout %v is negative", ErrConfig, c.ClientTimeout)
+	case c.PollInterval < minPollInterval || c.PollInterval > maxPollInterval:
+		return c, fmt.Errorf("%w: poll interval %v is outside %v to %v", ErrConfig, c.PollInterval, minPollInterval, maxPollInterval)
+	case c.ProxyBurst < 0 || c.ClientBurst < 0:
+		return c, fmt.Errorf("%w: negative rate limit burst", ErrConfig)
+	case c.RateLimitEntries < 0:
+		return c, fmt.Errorf("%w: negative rate limit table size", ErrConfig)
+	}
+	if _, err := relaypattern.Parse(c.AllowedRelayPattern); err != nil {
+		return c, fmt.Errorf("%w: allowed relay pattern: %w", ErrConfig, err)
+	}
+	for _, p := range c.RateLimitExempt {
+		if !p.IsValid() {
+			return c, fmt.Errorf("%w: invalid rate limit exemption", ErrConfig)
+		}
+	}
+	for _, p := range c.TrustedProxies {
+		if !p.IsValid() {
+			return c, fmt.Errorf("%w: invalid trusted proxy prefix", ErrConfig)
+		}
+	}
+	return c, nil
+}
+
+// defaultBridgeFingerprint is the fingerprint of the built-in bridge.
+const defaultBridgeFingerprint = messages.DefaultBridgeFingerprint

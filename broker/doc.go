@@ -1,0 +1,63 @@
+// Package broker is Flurry's rendezvous broker, wire-compatible with the
+// Snowflake v2.14.1 broker: Snowflake proxies and clients use it unchanged.
+//
+// # Use
+//
+//	b, err := broker.New(broker.Config{})  // zero value: Snowflake's timings, one bridge
+//	srv := &http.Server{Handler: b.Handler(), ...}
+//	go b.Run(ctx)                           // Shutdown when ctx ends
+//	... srv.ListenAndServe()
+//	b.Shutdown()                            // waiting proxies get "no match" at once
+//	srv.Shutdown(shutdownCtx)               // in-flight clients finish (≤ ClientTimeout)
+//
+// The binary is broker/cmd/flurry-broker; docs/broker.md is the operator's
+// guide.
+//
+// # Endpoints
+//
+//	POST /proxy    ProxyPollRequest  → held ≤ ProxyHold → ProxyPollResponse
+//	               "client match" (client offer, client NAT, relay URL of the
+//	               client's bridge) | "no match" | "incorrect relay pattern"
+//	               (NextPoll 1 h); 400 + reason for a malformed poll or a Sid
+//	               already waiting or matched
+//	POST /client   "1.0\n" ClientPollRequest → 200 {"answer":…} | {"error":…}
+//	               legacy bare offer (+ Snowflake-NAT-Type) → 200 answer |
+//	               503 no proxies | 504 timed out | 400 + reason
+//	POST /answer   ProxyAnswerRequest → {"Status":"success"} | {"Status":"client gone"};
+//	               400 + reason if malformed or without a=candidate
+//	OPTIONS        on the three: 200, empty (CORS preflight)
+//	other methods  on the three: 405
+//	GET /robots.txt  "User-agent: *\nDisallow: /\n"
+//
+// Every response of the three rendezvous endpoints carries
+// Access-Control-Allow-Origin: * and Access-Control-Allow-Headers: Origin,
+// X-Session-ID. Bodies over 100 000 bytes get 413; an address over its rate
+// limit gets 429.
+//
+// # Matching
+//
+// Proxies wait in two pools by their NAT type; an unrestricted client takes a
+// restricted-or-unknown proxy first, a restricted or unknown client only an
+// unrestricted one; the least-loaded proxy (reported client count) goes first.
+// A proxy is only matched with a client whose bridge's relay host its own
+// AcceptedRelayPattern accepts. There is no goroutine per poll: each HTTP
+// handler waits in the matcher (broker/internal/matcher), and every hand-over
+// is a channel close under the matcher's lock, so nothing can block forever
+// and a proxy whose poll ends leaves its pool at once.
+//
+// # Duplicate session ids
+//
+// A poll whose Sid is already waiting or matched (answer not yet delivered)
+// is refused with 400 "duplicate session id"; the session it collides with is
+// untouched. Snowflake overwrites the earlier entry (reference section 9 item
+// 12). Snowflake proxies draw a fresh random Sid for every poll.
+//
+// # Differences from Snowflake
+//
+// Beyond the races and the legacy-client panic, which are simply absent:
+// malformed proxy messages get 400 with a short reason instead of an empty
+// 400, oversize bodies 413 instead of 400, wrong methods 405; an empty
+// AllowedRelayPattern accepts every proxy whose pattern accepts one of the
+// bridges (Snowflake rejects every non-empty pattern); Forwarded and
+// X-Forwarded-For are believed only from TrustedProxies.
+package broker

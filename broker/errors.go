@@ -1,0 +1,13 @@
+package broker
+
+import "errors"
+
+var (
+	// ErrConfig means a Config field is invalid.
+	ErrConfig = errors.New("invalid broker config")
+	// ErrBridgeList means the bridge list could not be loaded or does not
+	// fit the allowed relay pattern.
+	ErrBridgeList = errors.New("bad bridge list")
+	// ErrPollIntervals means the poll-interval file could not be loaded.
+	ErrPollIntervals = errors.New("bad poll-interval file")
+)

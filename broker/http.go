@@ -1,0 +1,388 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/flurrypt/flurry/broker/internal/event"
+	"github.com/flurrypt/flurry/broker/internal/matcher"
+	"github.com/flurrypt/flurry/broker/internal/ratelimit"
+	"github.com/flurrypt/flurry/common/relaypattern"
+	"github.com/flurrypt/flurry/messages"
+)
+
+// Request body buffers: pooled, starting small (a proxy poll is ~150 bytes,
+// a client offer 1 to 3 KB), and dropped instead of pooled once grown past
+// maxPooledBodyBuffer so that one large body pins nothing.
+const (
+	initialBodyBuffer   = 4 << 10
+	maxPooledBodyBuffer = 16 << 10
+)
+
+// robotsTxt disallows every crawler.
+const robotsTxt = "User-agent: *\nDisallow: /\n"
+
+// Handler returns the broker's HTTP handler:
+//
+//	POST /proxy       proxy long-poll
+//	POST /client      client offer (1.0 framing or legacy bare offer)
+//	POST /answer      proxy answer
+//	GET  /robots.txt  disallow everything
+//
+// The three rendezvous endpoints answer OPTIONS (CORS preflight) with 200
+// and carry Access-Control-Allow-Origin: * on every response; other methods
+// get 405.
+func (b *Broker) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/proxy", b.endpoint(event.EndpointProxy, b.proxyLimit, b.serveProxy))
+	mux.Handle("/client", b.endpoint(event.EndpointClient, b.clientLimit, b.serveClient))
+	mux.Handle("/answer", b.endpoint(event.EndpointAnswer, nil, b.serveAnswer))
+	mux.HandleFunc("/robots.txt", serveRobots)
+	return mux
+}
+
+// bodyHandler serves a request whose body has been read into *bufp. It
+// must call b.putBuf(bufp) once it no longer needs the body.
+type bodyHandler func(w http.ResponseWriter, r *http.Request, addr netip.Addr, start time.Time, bufp *[]byte)
+
+// endpoint wraps a rendezvous endpoint with CORS, the method check, the
+// per-address rate limit and the body limit.
+func (b *Broker) endpoint(ep event.Endpoint, limit *ratelimit.Limiter, serve bodyHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h := w.Header()
+		h["Access-Control-Allow-Origin"] = b.cors[0]
+		h["Access-Control-Allow-Headers"] = b.cors[1]
+		addr := b.addrs.Addr(r)
+		switch r.Method {
+		case http.MethodPost:
+		case http.MethodOptions:
+			return // preflight: 200, empty body
+		default:
+			h["Allow"] = b.allow
+			b.reject(w, ep, event.ReasonMethod, addr, http.StatusMethodNotAllowed, "method not allowed")
+			return
+		}
+		if !limit.Allow(addr) {
+			h.Set("Retry-After", "1")
+			b.reject(w, ep, event.ReasonRateLimited, addr, http.StatusTooManyRequests, "rate limit exceeded")
+			return
+		}
+		bufp, status := b.readBody(w, r)
+		if status == http.StatusRequestEntityTooLarge {
+			b.reject(w, ep, event.ReasonTooLarge, addr, status, "request body too large")
+			return
+		}
+		if status != 0 {
+			b.reject(w, ep, event.ReasonMalformed, addr, status, "cannot read request body")
+			return
+		}
+		serve(w, r, addr, start, bufp)
+	})
+}
+
+// readBody reads the request body into a pooled buffer. It returns a
+// non-zero status (413 or 400) if the body is too large or unreadable.
+func (b *Broker) readBody(w http.ResponseWriter, r *http.Request) (*[]byte, int) {
+	if r.ContentLength > messages.MaxBodySize {
+		return nil, http.StatusRequestEntityTooLarge
+	}
+	rd := http.MaxBytesReader(w, r.Body, messages.MaxBodySize)
+	bufp := b.bufs.Get().(*[]byte)
+	buf := (*bufp)[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			*bufp = buf
+			b.putBuf(bufp)
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				return nil, http.StatusRequestEntityTooLarge
+			}
+			return nil, http.StatusBadRequest
+		}
+	}
+	*bufp = buf
+	return bufp, 0
+}
+
+// putBuf returns a body buffer to the pool unless it grew too large.
+func (b *Broker) putBuf(bufp *[]byte) {
+	if cap(*bufp) > maxPooledBodyBuffer {
+		return
+	}
+	*bufp = (*bufp)[:0]
+	b.bufs.Put(bufp)
+}
+
+// reject answers a request refused before it was understood.
+func (b *Broker) reject(w http.ResponseWriter, ep event.Endpoint, reason event.Reason, addr netip.Addr, status int, text string) {
+	b.sink.RequestRejected(ep, reason, addr)
+	b.cfg.Logger.Debug("request rejected", "endpoint", ep.String(), "reason", reason.String(), "status", status)
+	http.Error(w, text, status)
+}
+
+// write sends a 200 response body.
+func (b *Broker) write(w http.ResponseWriter, body []byte) {
+	w.Header()["Content-Type"] = b.ctype
+	_, _ = w.Write(body) // a failed write means the peer left; nothing to do
+}
+
+// serveProxy handles a proxy's long-poll.
+func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.Addr, _ time.Time, bufp *[]byte) {
+	req, err := messages.DecodeProxyPollRequest(*bufp)
+	b.putBuf(bufp)
+	if err != nil {
+		b.reject(w, event.EndpointProxy, event.ReasonMalformed, addr, http.StatusBadRequest, messageErrorText(err))
+		return
+	}
+	ev := event.Proxy{Type: req.Type, NAT: req.NAT, Addr: addr, RelayPattern: req.AcceptedRelayPattern != nil}
+	accepts := b.acceptance(req.AcceptedRelayPattern)
+	if accepts == 0 {
+		b.sink.ProxyPollRejected(ev)
+		b.write(w, b.fixed.incorrectPattern)
+		return
+	}
+	nat := matcherNAT(req.NAT)
+	p := &matcher.Proxy{Sid: req.Sid, NAT: nat, Clients: req.Clients, Accepts: accepts, Type: req.Type}
+	switch err := b.match.Enqueue(p); {
+	case errors.Is(err, matcher.ErrDuplicateSid):
+		b.reject(w, event.EndpointProxy, event.ReasonDuplicateSid, addr, http.StatusBadRequest, "duplicate session id")
+		return
+	case err != nil: // matcher.ErrClosed: shutting down
+		b.sink.ProxyPollStarted(ev)
+		b.sink.ProxyPollEnded(ev, event.ProxyIdle)
+		b.write(w, b.pools[poolIndex(nat)].Load().noMatch)
+		return
+	}
+	b.sink.ProxyPollStarted(ev)
+	offer, err := b.match.Wait(r.Context(), p, b.cfg.ProxyHold)
+	pl := b.pools[poolIndex(nat)].Load()
+	switch {
+	case err == nil:
+		b.sink.ProxyPollEnded(ev, event.ProxyMatched)
+		resp := messages.ProxyPollResponse{
+			Status:   messages.StatusClientMatch,
+			Offer:    offer.SDP,
+			NAT:      natString(offer.NAT),
+			NextPoll: pl.nextPoll,
+			RelayURL: b.bridges.At(offer.Bridge).WebSocketAddress,
+		}
+		body, err := resp.Encode()
+		if err != nil {
+			// Cannot happen: the offer was validated on the way in and
+			// the relay URLs at startup. The client will time out.
+			b.cfg.Logger.Error("encode proxy match response", "err", err)
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		b.write(w, body)
+	case errors.Is(err, matcher.ErrNoMatch):
+		b.sink.ProxyPollEnded(ev, event.ProxyIdle)
+		b.write(w, pl.noMatch)
+	default:
+		// The proxy went away; there is nobody to answer.
+		b.sink.ProxyPollEnded(ev, event.ProxyGone)
+	}
+}
+
+// acceptance returns the set of bridges (bit i = bridge i) a proxy with the
+// given AcceptedRelayPattern may be matched with, or 0 if the proxy must be
+// told "incorrect relay pattern".
+func (b *Broker) acceptance(rule *string) uint64 {
+	if rule == nil {
+		return 0 // a proxy older than 1.3 relays only to its own default
+	}
+	pat, err := relaypattern.Parse(*rule)
+	if err != nil {
+		return 0
+	}
+	if b.allowed != nil && !pat.IsSupersetOf(*b.allowed) {
+		return 0
+	}
+	var mask uint64
+	for i := range b.bridges.Len() {
+		if pat.Match(b.bridges.At(i).Host) {
+			mask |= 1 << uint(i)
+		}
+	}
+	return mask
+}
+
+// serveClient handles a client's offer.
+func (b *Broker) serveClient(w http.ResponseWriter, r *http.Request, addr netip.Addr, start time.Time, bufp *[]byte) {
+	body := *bufp
+	legacy := messages.IsLegacyClientPoll(body)
+	var (
+		req messages.ClientPollRequest
+		err error
+	)
+	if legacy {
+		req, err = messages.DecodeLegacyClientPoll(body, r.Header.Get("Snowflake-NAT-Type"))
+	} else {
+		req, err = messages.DecodeClientPollRequest(body)
+	}
+	b.putBuf(bufp)
+	ev := event.Client{NAT: messages.NATUnknown, Addr: addr, Method: event.MethodHTTP, Legacy: legacy}
+	if err != nil {
+		b.sink.ClientPollEnded(ev, event.ClientBadRequest)
+		b.cfg.Logger.Debug("client request rejected", "reason", messageErrorText(err))
+		if legacy {
+			// Snowflake panics here (reference section 9 item 13).
+			http.Error(w, messageErrorText(err), http.StatusBadRequest)
+			return
+		}
+		b.clientError(w, err.Error())
+		return
+	}
+	ev.NAT = req.NAT
+	bridge, ok := -1, false
+	if fp, err := messages.ParseFingerprint(req.Fingerprint); err == nil {
+		bridge, ok = b.bridges.Lookup(fp)
+	}
+	if !ok {
+		b.sink.ClientPollEnded(ev, event.ClientUnknownBridge)
+		if legacy {
+			http.Error(w, messages.StrUnknownBridge, http.StatusBadRequest)
+			return
+		}
+		b.write(w, b.fixed.unknownBridge)
+		return
+	}
+
+	ctx, cancel := context.WithDeadline(r.Context(), start.Add(b.cfg.ClientTimeout))
+	defer cancel()
+	ans, err := b.match.Rendezvous(ctx, matcher.ClientOffer{SDP: req.Offer, NAT: matcherNAT(req.NAT), Bridge: bridge})
+	switch {
+	case err == nil:
+		b.sink.ClientPollEnded(ev, event.ClientMatched)
+		if legacy {
+			b.write(w, []byte(ans.SDP))
+			return
+		}
+		resp, err := messages.ClientPollResponse{Answer: ans.SDP}.Encode()
+		if err != nil {
+			// Cannot happen: the answer was validated on the way in.
+			b.cfg.Logger.Error("encode client answer", "err", err)
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		b.write(w, resp)
+	case errors.Is(err, matcher.ErrNoProxies):
+		b.sink.ClientPollEnded(ev, event.ClientDenied)
+		if legacy {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		b.write(w, b.fixed.noProxies)
+	default: // matcher.ErrTimedOut
+		b.sink.ClientPollEnded(ev, event.ClientTimeout)
+		if legacy {
+			w.WriteHeader(http.StatusGatewayTimeout)
+			return
+		}
+		b.write(w, b.fixed.timedOut)
+	}
+}
+
+// clientError sends {"error": text} with status 200, as Snowflake does.
+func (b *Broker) clientError(w http.ResponseWriter, text string) {
+	resp, err := messages.ClientPollResponse{Error: text}.Encode()
+	if err != nil {
+		resp, err = messages.ClientPollResponse{Error: messages.ErrMalformed.Error()}.Encode()
+		if err != nil {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+	}
+	b.write(w, resp)
+}
+
+// serveAnswer handles a proxy's answer.
+func (b *Broker) serveAnswer(w http.ResponseWriter, _ *http.Request, addr netip.Addr, _ time.Time, bufp *[]byte) {
+	req, err := messages.DecodeProxyAnswerRequest(*bufp)
+	b.putBuf(bufp)
+	if err != nil {
+		b.reject(w, event.EndpointAnswer, event.ReasonMalformed, addr, http.StatusBadRequest, messageErrorText(err))
+		return
+	}
+	// Snowflake requires this too: an answer without candidates is useless
+	// to a client that does not trickle ICE.
+	if !strings.Contains(req.Answer, "a=candidate") {
+		b.reject(w, event.EndpointAnswer, event.ReasonMalformed, addr, http.StatusBadRequest, "answer has no ICE candidate")
+		return
+	}
+	if proxyType, ok := b.match.Answer(req.Sid, req.Answer); ok {
+		b.sink.ProxyAnswered(proxyType, event.AnswerSuccess)
+		b.write(w, b.fixed.answerSuccess)
+		return
+	}
+	b.sink.ProxyAnswered("", event.AnswerClientGone)
+	b.write(w, b.fixed.answerGone)
+}
+
+func serveRobots(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, robotsTxt)
+}
+
+// messageErrorText maps a decode error to a short fixed text (never
+// anything taken from the request).
+func messageErrorText(err error) string {
+	for _, s := range []error{
+		messages.ErrTooLarge,
+		messages.ErrUnknownVersion,
+		messages.ErrMissingSid,
+		messages.ErrInvalidSid,
+		messages.ErrInvalidNAT,
+		messages.ErrInvalidRelayPattern,
+		messages.ErrMissingOffer,
+		messages.ErrMissingAnswer,
+		messages.ErrInvalidSessionDescription,
+		messages.ErrInvalidFingerprint,
+	} {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	return messages.ErrMalformed.Error()
+}
+
+func matcherNAT(nat string) matcher.NAT {
+	switch nat {
+	case messages.NATRestricted:
+		return matcher.NATRestricted
+	case messages.NATUnrestricted:
+		return matcher.NATUnrestricted
+	}
+	return matcher.NATUnknown
+}
+
+func natString(nat matcher.NAT) string {
+	switch nat {
+	case matcher.NATRestricted:
+		return messages.NATRestricted
+	case matcher.NATUnrestricted:
+		return messages.NATUnrestricted
+	}
+	return messages.NATUnknown
+}
+
+func poolIndex(nat matcher.NAT) int {
+	if nat == matcher.NATUnrestricted {
+		return poolUnrestricted
+	}
+	return poolRestricted
+}

@@ -1,0 +1,329 @@
+package matcher
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// NAT is a peer's self-reported NAT type, already validated by the caller.
+type NAT uint8
+
+// The NAT types of the Snowflake protocol.
+const (
+	NATUnknown NAT = iota
+	NATRestricted
+	NATUnrestricted
+)
+
+// MaxBridges is the number of bridges a [Proxy.Accepts] mask can describe.
+const MaxBridges = 64
+
+// pool indexes.
+const (
+	poolRestricted   = 0 // proxies reporting restricted or unknown NAT
+	poolUnrestricted = 1 // proxies reporting unrestricted NAT
+)
+
+// state of a session; guarded by Matcher.mu.
+type state uint8
+
+const (
+	stateNew     state = iota // not yet enqueued
+	stateWaiting              // in a pool heap and in the session map
+	stateMatched              // popped by a client; in the session map until answered
+	stateDone                 // in neither
+)
+
+// Proxy is one proxy poll. The caller fills in the exported fields, which
+// must not change afterwards, and passes the Proxy to [Matcher.Poll] once.
+type Proxy struct {
+	Sid     string // session id chosen by the proxy (validated by the caller)
+	NAT     NAT    // the proxy's NAT type; decides the pool
+	Clients int    // the proxy's reported client count; fewer goes first
+	Accepts uint64 // bit i set = the proxy accepts bridge i's relay URL
+	Type    string // proxy type from a fixed set, reported back with the answer
+
+	// All fields below are guarded by Matcher.mu, except offer, which is
+	// written under mu before matched is closed and read by the poll's
+	// goroutine after it observes the close.
+	state   state
+	index   int    // position in cls.heap while waiting
+	seq     uint64 // arrival order, breaks ties between equal Clients
+	cls     *class
+	client  *client       // the client it was matched with
+	matched chan struct{} // closed when a client takes this proxy
+	offer   Offer
+}
+
+// Offer is what a matched proxy receives: the client's offer, the client's
+// NAT type and the index of the bridge the client asked for.
+type Offer struct {
+	SDP    string
+	NAT    NAT
+	Bridge int
+}
+
+// ClientOffer is a client's request for a proxy.
+type ClientOffer struct {
+	SDP    string // the client's offer, passed to the proxy verbatim
+	NAT    NAT    // the client's NAT type
+	Bridge int    // index of the bridge the client asked for, 0..MaxBridges-1
+}
+
+// Answer is what a client receives: the proxy's answer and the proxy's type.
+type Answer struct {
+	SDP       string
+	ProxyType string
+}
+
+// client is a client waiting for one matched proxy. done is closed, under
+// Matcher.mu, by whoever removes the proxy's session from the map: Answer
+// (answer set) or the proxy's abandoned poll (proxyGone set).
+type client struct {
+	done      chan struct{}
+	answer    string
+	proxyGone bool
+}
+
+// Stats is a snapshot of the matcher's state.
+type Stats struct {
+	WaitingRestricted   int // proxies waiting in the restricted-or-unknown pool
+	WaitingUnrestricted int // proxies waiting in the unrestricted pool
+	Matched             int // proxies matched with a client, answer not yet delivered
+}
+
+// Matcher pairs proxies with clients. The zero value is not usable; call New.
+// All methods are safe for concurrent use.
+type Matcher struct {
+	mu       sync.Mutex
+	pools    [2]pool           // guarded by mu
+	sessions map[string]*Proxy // waiting and matched sessions by Sid; guarded by mu
+	seq      uint64            // guarded by mu
+	closed   bool              // guarded by mu
+	done     chan struct{}     // closed by Close
+}
+
+// New returns an empty matcher.
+func New() *Matcher {
+	return &Matcher{
+		sessions: make(map[string]*Proxy),
+		done:     make(chan struct{}),
+	}
+}
+
+// Close makes every waiting poll return [ErrNoMatch] at once, refuses new
+// polls with [ErrClosed] and new clients with [ErrNoProxies]. Proxies
+// already matched still receive their offer, and their answers are still
+// delivered. Close is idempotent.
+func (m *Matcher) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.closed = true
+		close(m.done)
+	}
+}
+
+// Stats returns the current pool sizes.
+func (m *Matcher) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := Stats{
+		WaitingRestricted:   m.pools[poolRestricted].waiting,
+		WaitingUnrestricted: m.pools[poolUnrestricted].waiting,
+	}
+	s.Matched = len(m.sessions) - s.WaitingRestricted - s.WaitingUnrestricted
+	return s
+}
+
+// Poll is Enqueue followed by Wait.
+func (m *Matcher) Poll(ctx context.Context, p *Proxy, hold time.Duration) (Offer, error) {
+	if err := m.Enqueue(p); err != nil {
+		return Offer{}, err
+	}
+	return m.Wait(ctx, p, hold)
+}
+
+// Enqueue puts p in its pool. It fails with [ErrDuplicateSid] if p's Sid
+// is waiting or matched (or p was enqueued before), and with [ErrClosed]
+// after Close. After a successful Enqueue the caller must call Wait.
+func (m *Matcher) Enqueue(p *Proxy) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if p.state != stateNew {
+		return ErrDuplicateSid
+	}
+	if _, dup := m.sessions[p.Sid]; dup {
+		return ErrDuplicateSid
+	}
+	p.matched = make(chan struct{})
+	p.seq = m.seq
+	m.seq++
+	p.state = stateWaiting
+	m.sessions[p.Sid] = p
+	m.poolFor(p.NAT).push(p)
+	return nil
+}
+
+// Wait waits until a client takes the enqueued p, hold passes, the matcher
+// is closed or ctx ends. It returns the client's offer, [ErrNoMatch] (hold
+// passed or matcher closed) or ctx's error. When Wait returns, p has left
+// the pool.
+//
+// A proxy matched at the same moment its hold ends still gets the offer.
+// If ctx ends after the match but before Wait returns, the offer is
+// considered undelivered and the client is told to try another proxy.
+func (m *Matcher) Wait(ctx context.Context, p *Proxy, hold time.Duration) (Offer, error) {
+	timer := time.NewTimer(hold)
+	defer timer.Stop()
+	select {
+	case <-p.matched:
+		return p.offer, nil
+	case <-timer.C:
+	case <-m.done:
+	case <-ctx.Done():
+		return Offer{}, m.abandon(p, ctx.Err())
+	}
+	return m.withdraw(p)
+}
+
+// withdraw ends p's poll normally (hold passed or shutdown): if p is still
+// waiting it leaves the pool and withdraw returns ErrNoMatch; if a client
+// took it meanwhile, withdraw returns the offer.
+func (m *Matcher) withdraw(p *Proxy) (Offer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch p.state {
+	case stateWaiting:
+		m.removeWaiting(p)
+		return Offer{}, ErrNoMatch
+	default:
+		// A client took p meanwhile (it may even have been answered or
+		// given up already); the offer was set before either.
+		return p.offer, nil
+	}
+}
+
+// abandon ends p's poll because the proxy went away (cause is returned
+// unchanged). A waiting p leaves the pool; a matched p's offer will never
+// reach the proxy, so its client is released to try another proxy.
+func (m *Matcher) abandon(p *Proxy, cause error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch p.state {
+	case stateWaiting:
+		m.removeWaiting(p)
+	case stateMatched:
+		delete(m.sessions, p.Sid)
+		p.state = stateDone
+		p.client.proxyGone = true
+		close(p.client.done)
+	}
+	return cause
+}
+
+// removeWaiting takes a waiting p out of its pool and the map. Caller holds mu.
+func (m *Matcher) removeWaiting(p *Proxy) {
+	m.poolFor(p.NAT).remove(p)
+	delete(m.sessions, p.Sid)
+	p.state = stateDone
+}
+
+func (m *Matcher) poolFor(nat NAT) *pool {
+	if nat == NATUnrestricted {
+		return &m.pools[poolUnrestricted]
+	}
+	return &m.pools[poolRestricted]
+}
+
+// Rendezvous finds a proxy for c, hands it c's offer and waits for the
+// proxy's answer until ctx ends. It returns [ErrNoProxies] when no waiting
+// proxy can serve c, [ErrTimedOut] when ctx ends first. If a matched proxy
+// disappears before receiving the offer, Rendezvous tries the next one.
+func (m *Matcher) Rendezvous(ctx context.Context, c ClientOffer) (Answer, error) {
+	if c.Bridge < 0 || c.Bridge >= MaxBridges {
+		return Answer{}, ErrBadBridge
+	}
+	for {
+		cw := &client{done: make(chan struct{})}
+		p := m.match(c, cw)
+		if p == nil {
+			return Answer{}, ErrNoProxies
+		}
+		select {
+		case <-cw.done:
+		case <-ctx.Done():
+			if m.giveUp(p, cw) {
+				return Answer{}, ErrTimedOut
+			}
+			// The answer (or the proxy's departure) won the race; cw.done
+			// is closed.
+		}
+		if !cw.proxyGone {
+			return Answer{SDP: cw.answer, ProxyType: p.Type}, nil
+		}
+		if ctx.Err() != nil {
+			return Answer{}, ErrTimedOut
+		}
+	}
+}
+
+// match pops the best proxy for c, hands it c's offer and makes cw its
+// waiting client, or returns nil.
+func (m *Matcher) match(c ClientOffer, cw *client) *Proxy {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || c.Bridge < 0 || c.Bridge >= MaxBridges {
+		return nil
+	}
+	bit := uint64(1) << uint(c.Bridge)
+	var p *Proxy
+	if c.NAT == NATUnrestricted {
+		p = m.pools[poolRestricted].popBest(bit)
+	}
+	if p == nil {
+		p = m.pools[poolUnrestricted].popBest(bit)
+	}
+	if p == nil {
+		return nil
+	}
+	p.state = stateMatched
+	p.client = cw
+	p.offer = Offer{SDP: c.SDP, NAT: c.NAT, Bridge: c.Bridge}
+	close(p.matched)
+	return p
+}
+
+// giveUp withdraws cw's claim on p because the client's time ran out. It
+// reports false if the answer or the proxy's departure got there first.
+func (m *Matcher) giveUp(p *Proxy, cw *client) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p.state != stateMatched || p.client != cw {
+		return false
+	}
+	delete(m.sessions, p.Sid)
+	p.state = stateDone
+	return true
+}
+
+// Answer delivers a proxy's answer to the client waiting on session sid and
+// returns the proxy's Type. It reports false if no client is waiting on sid
+// (unknown Sid, client gone, or the Sid's poll has not been matched).
+func (m *Matcher) Answer(sid, sdp string) (proxyType string, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.sessions[sid]
+	if p == nil || p.state != stateMatched {
+		return "", false
+	}
+	delete(m.sessions, sid)
+	p.state = stateDone
+	p.client.answer = sdp
+	close(p.client.done)
+	return p.Type, true
+}
