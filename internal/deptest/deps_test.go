@@ -99,7 +99,8 @@ var forbidden = map[string][]string{
 	// The client runs on users' machines and in mobile apps: keep it small.
 	"client": {"github.com/prometheus/", module + "/broker"},
 	// The relay carries WebSocket traffic only; WebRTC is the proxy's job.
-	"relay": {"github.com/pion/"},
+	// (kcp-go links pion/transport's deadline helper, which is not WebRTC.)
+	"relay": {"github.com/pion/webrtc", "github.com/pion/ice", "github.com/pion/dtls", "github.com/pion/sctp"},
 }
 
 func TestRoleDependencyLimits(t *testing.T) {

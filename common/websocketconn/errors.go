@@ -1,0 +1,12 @@
+package websocketconn
+
+import (
+	"fmt"
+	"io"
+	"net"
+)
+
+// errClosed is returned by Read and Write after Close. It matches both
+// net.ErrClosed (the net package's convention) and io.ErrClosedPipe (what
+// Snowflake's adaptor returned).
+var errClosed = fmt.Errorf("websocketconn: %w (%w)", net.ErrClosed, io.ErrClosedPipe)

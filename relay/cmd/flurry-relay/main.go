@@ -1,0 +1,405 @@
+// Command flurry-relay is Flurry's bridge: it accepts WebSocket connections
+// from proxies, runs the turbotunnel (KCP + smux) server, and forwards each
+// client stream to tor (when run by tor as a managed pluggable transport) or
+// to any TCP address (standalone mode). See docs/relay.md.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	pt "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/goptlib"
+	"golang.org/x/crypto/acme"
+	"golang.org/x/crypto/acme/autocert"
+
+	"github.com/flurrypt/flurry/common/safelog"
+	"github.com/flurrypt/flurry/relay"
+)
+
+const version = "0.1.0"
+
+// methodName is the transport name tor knows us by.
+const methodName = "snowflake"
+
+type flags struct {
+	addr, forward, path                           string
+	acmeHostnames, acmeEmail, acmeCache, acmeHTTP string
+	certFile, keyFile                             string
+	disableTLS                                    bool
+	metricsAddr                                   string
+	numTurbotunnel, maxConns                      int
+	handshakeTimeout                              time.Duration
+	orportSrcAddr                                 string
+	logFile                                       string
+	unsafeLogging, showVersion                    bool
+}
+
+func parseFlags() *flags {
+	var f flags
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), `Usage: %s [flags]
+
+flurry-relay accepts WebSocket connections from Snowflake/Flurry proxies and
+forwards each client stream to tor or, standalone, to -forward.
+
+Managed mode: when started by tor (TOR_PT_* environment), it listens where
+ServerTransportListenAddr says and forwards to tor's ExtORPort or ORPort;
+-addr and -forward are then ignored.
+Standalone mode: flurry-relay -addr 127.0.0.1:8000 -disable-tls -forward 127.0.0.1:9000
+
+Flags:
+`, os.Args[0])
+		flag.PrintDefaults()
+	}
+	flag.StringVar(&f.addr, "addr", relay.DefaultListenAddr, "standalone mode: address to listen on for WebSocket connections")
+	flag.StringVar(&f.forward, "forward", "", "standalone mode: TCP address every client stream is forwarded to (required outside managed mode)")
+	flag.StringVar(&f.path, "path", "", "accept WebSockets only on this URL path (default: any path, as Snowflake)")
+	flag.StringVar(&f.acmeHostnames, "acme-hostnames", "", "comma-separated host names to get Let's Encrypt certificates for (TLS via ACME)")
+	flag.StringVar(&f.acmeEmail, "acme-email", "", "optional contact e-mail address for the ACME account")
+	flag.StringVar(&f.acmeCache, "acme-cache", "", "directory for ACME certificates (default: <TOR_PT_STATE_LOCATION>/snowflake-certificate-cache in managed mode, else the user cache directory)")
+	flag.StringVar(&f.acmeHTTP, "acme-http-addr", "", "address for the ACME HTTP-01 challenge listener (default: port 80 on the listen address's host; \"off\" disables it, leaving TLS-ALPN-01)")
+	flag.StringVar(&f.certFile, "cert", "", "TLS certificate file (PEM), with -key")
+	flag.StringVar(&f.keyFile, "key", "", "TLS private key file (PEM), with -cert")
+	flag.BoolVar(&f.disableTLS, "disable-tls", false, "serve plain ws:// (behind a TLS-terminating front end, or for tests)")
+	flag.StringVar(&f.metricsAddr, "metrics-addr", "", "address to serve Prometheus metrics on at /metrics (default: off)")
+	flag.IntVar(&f.numTurbotunnel, "num-turbotunnel", runtime.NumCPU(), "number of KCP state machines (tor's ServerTransportOptions num-turbotunnel overrides it)")
+	flag.IntVar(&f.maxConns, "max-conns", relay.DefaultMaxConns, "maximum concurrent WebSocket connections (negative: no limit)")
+	flag.DurationVar(&f.handshakeTimeout, "handshake-timeout", relay.DefaultHandshakeTimeout, "time allowed for the HTTP upgrade and for the token and ClientID after it")
+	flag.StringVar(&f.orportSrcAddr, "orport-srcaddr", "", "managed mode: IP address or CIDR prefix to take ORPort source addresses from (tor's ServerTransportOptions orport-srcaddr overrides it)")
+	flag.StringVar(&f.logFile, "log", "", "append logs to this file (default: stderr)")
+	flag.BoolVar(&f.unsafeLogging, "unsafe-logging", false, "do not scrub IP addresses from logs")
+	flag.BoolVar(&f.showVersion, "version", false, "print the version and exit")
+	flag.Parse()
+	return &f
+}
+
+func versionString() string {
+	v := version
+	if info, ok := debug.ReadBuildInfo(); ok {
+		var rev string
+		var modified bool
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if len(rev) >= 8 {
+			v += " (" + rev[:8]
+			if modified {
+				v += "*"
+			}
+			v += ")"
+		}
+	}
+	return v
+}
+
+func main() {
+	f := parseFlags()
+	if f.showVersion {
+		fmt.Fprintf(os.Stderr, "flurry-relay %s\n", versionString())
+		return
+	}
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "unexpected arguments: %q\n", flag.Args())
+		os.Exit(2)
+	}
+	logger, closeLog, err := newLogger(f.logFile, f.unsafeLogging)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer closeLog()
+	if err := run(f, logger); err != nil {
+		logger.Error("flurry-relay stopped", "error", err)
+		closeLog()
+		os.Exit(1)
+	}
+}
+
+// newLogger writes text logs to path (append, 0600) or stderr, scrubbing IP
+// addresses unless unsafe.
+func newLogger(path string, unsafe bool) (*slog.Logger, func(), error) {
+	var w io.Writer = os.Stderr
+	closeLog := func() {}
+	if path != "" {
+		file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open log file: %w", err)
+		}
+		w = file
+		closeLog = func() { file.Close() }
+	}
+	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})
+	if !unsafe {
+		h = safelog.NewHandler(h)
+	}
+	return slog.New(h), closeLog, nil
+}
+
+func run(f *flags, logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	managed := os.Getenv("TOR_PT_MANAGED_TRANSPORT_VER") != ""
+	cfg := relay.Config{
+		ListenAddr:       f.addr,
+		Path:             f.path,
+		ForwardAddr:      f.forward,
+		NumTurbotunnel:   f.numTurbotunnel,
+		MaxConns:         f.maxConns,
+		HandshakeTimeout: f.handshakeTimeout,
+		MetricsAddr:      f.metricsAddr,
+		Logger:           logger,
+	}
+	if !managed {
+		if f.forward == "" {
+			return errors.New("standalone mode needs -forward (or run flurry-relay from tor as a pluggable transport)")
+		}
+		tlsConfig, challenge, err := tlsSetup(f, f.addr, "")
+		if err != nil {
+			return err
+		}
+		cfg.TLSConfig = tlsConfig
+		r, err := relay.New(cfg)
+		if err != nil {
+			return err
+		}
+		logger.Info("flurry-relay starting", "version", versionString(), "forward", f.forward)
+		if challenge != nil {
+			defer challenge()
+		}
+		return r.Run(ctx)
+	}
+	return runManaged(ctx, f, cfg, logger)
+}
+
+// runManaged runs the relay as tor's managed server transport.
+func runManaged(ctx context.Context, f *flags, cfg relay.Config, logger *slog.Logger) error {
+	info, err := pt.ServerSetup(nil)
+	if err != nil {
+		return fmt.Errorf("pt server setup: %w", err)
+	}
+	pt.ReportVersion("flurry-relay", versionString())
+	if os.Getenv("TOR_PT_EXIT_ON_STDIN_CLOSE") == "1" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			// tor closes our stdin when it wants us gone.
+			io.Copy(io.Discard, os.Stdin)
+			cancel()
+		}()
+	}
+
+	var ours []pt.Bindaddr
+	for _, b := range info.Bindaddrs {
+		if b.MethodName != methodName {
+			pt.SmethodError(b.MethodName, "no such method")
+			continue
+		}
+		ours = append(ours, b)
+	}
+	if len(ours) == 0 {
+		pt.SmethodsDone()
+		return errors.New("tor asked for no snowflake transport")
+	}
+	torCfg := relay.TorConfig{Info: &info, Transport: methodName}
+	srcAddr := f.orportSrcAddr
+	if v, ok := ours[0].Options.Get("orport-srcaddr"); ok {
+		srcAddr = v
+	}
+	if srcAddr != "" {
+		p, err := relay.ParseSourcePrefix(srcAddr)
+		if err != nil {
+			pt.SmethodError(methodName, "bad orport-srcaddr")
+			return err
+		}
+		torCfg.SourcePrefix = p
+	}
+	if v, ok := ours[0].Options.Get("num-turbotunnel"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			pt.SmethodError(methodName, "bad num-turbotunnel")
+			return fmt.Errorf("bad num-turbotunnel option %q", v)
+		}
+		cfg.NumTurbotunnel = n
+	}
+	cfg.Dial = relay.TorDialer(torCfg)
+	cfg.ForwardAddr = ""
+
+	stateDir := os.Getenv("TOR_PT_STATE_LOCATION")
+	tlsConfig, challenge, err := tlsSetup(f, ours[0].Addr.String(), stateDir)
+	if err != nil {
+		pt.SmethodError(methodName, "TLS setup failed")
+		return err
+	}
+	if challenge != nil {
+		defer challenge()
+	}
+	cfg.TLSConfig = tlsConfig
+	r, err := relay.New(cfg)
+	if err != nil {
+		pt.SmethodError(methodName, "relay setup failed")
+		return err
+	}
+	defer r.Close()
+
+	var listeners []net.Listener
+	for _, b := range ours {
+		ln, err := net.ListenTCP("tcp", b.Addr)
+		if err != nil {
+			pt.SmethodError(b.MethodName, "listen failed")
+			logger.Error("listen", "error", err)
+			continue
+		}
+		args := pt.Args{}
+		if tlsConfig != nil {
+			args.Add("tls", "yes")
+			for _, h := range splitHostnames(f.acmeHostnames) {
+				args.Add("hostname", h)
+			}
+		} else {
+			args.Add("tls", "no")
+		}
+		pt.SmethodArgs(b.MethodName, ln.Addr(), args)
+		listeners = append(listeners, ln)
+	}
+	pt.SmethodsDone()
+	if len(listeners) == 0 {
+		return errors.New("no listener")
+	}
+	logger.Info("flurry-relay running as a managed transport", "version", versionString(), "listeners", len(listeners))
+
+	if f.metricsAddr != "" {
+		mln, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen for metrics: %w", err)
+		}
+		stopMetrics := make(chan struct{})
+		metricsDone := make(chan struct{})
+		go func() {
+			defer close(metricsDone)
+			r.ServeMetrics(stopMetrics, mln)
+		}()
+		defer func() {
+			close(stopMetrics)
+			<-metricsDone
+		}()
+	}
+
+	var wg sync.WaitGroup
+	for _, ln := range listeners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Serve(ctx, ln); err != nil && !errors.Is(err, relay.ErrClosed) {
+				logger.Error("serve", "error", err)
+			}
+		}()
+	}
+	wg.Wait()
+	logger.Info("flurry-relay shutting down")
+	return nil
+}
+
+func splitHostnames(s string) []string {
+	var out []string
+	for _, h := range strings.Split(s, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// tlsSetup returns the TLS config chosen by the flags (nil with
+// -disable-tls) and, for ACME, a function that stops the HTTP-01 challenge
+// listener.
+func tlsSetup(f *flags, listenAddr, stateDir string) (*tls.Config, func(), error) {
+	hostnames := splitHostnames(f.acmeHostnames)
+	chosen := 0
+	for _, b := range []bool{f.disableTLS, len(hostnames) > 0, f.certFile != "" || f.keyFile != ""} {
+		if b {
+			chosen++
+		}
+	}
+	if chosen != 1 {
+		return nil, nil, errors.New("choose exactly one of -acme-hostnames, -cert/-key, -disable-tls")
+	}
+	switch {
+	case f.disableTLS:
+		return nil, nil, nil
+	case f.certFile != "":
+		if f.keyFile == "" {
+			return nil, nil, errors.New("-cert needs -key")
+		}
+		cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load certificate: %w", err)
+		}
+		return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil, nil
+	case f.keyFile != "":
+		return nil, nil, errors.New("-key needs -cert")
+	}
+	cacheDir := f.acmeCache
+	if cacheDir == "" {
+		if stateDir != "" {
+			cacheDir = filepath.Join(stateDir, "snowflake-certificate-cache")
+		} else {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				return nil, nil, fmt.Errorf("no -acme-cache and no user cache directory: %w", err)
+			}
+			cacheDir = filepath.Join(base, "flurry-relay", "acme")
+		}
+	}
+	m := &autocert.Manager{
+		Prompt:     autocert.AcceptTOS,
+		HostPolicy: autocert.HostWhitelist(hostnames...),
+		Email:      f.acmeEmail,
+		Cache:      autocert.DirCache(cacheDir),
+	}
+	cfg := &tls.Config{
+		GetCertificate: m.GetCertificate,
+		NextProtos:     []string{"http/1.1", acme.ALPNProto},
+		MinVersion:     tls.VersionTLS12,
+	}
+	if f.acmeHTTP == "off" {
+		return cfg, nil, nil
+	}
+	httpAddr := f.acmeHTTP
+	if httpAddr == "" {
+		host, _, err := net.SplitHostPort(listenAddr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listen address %q: %w", listenAddr, err)
+		}
+		httpAddr = net.JoinHostPort(host, "80")
+	}
+	ln, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ACME HTTP-01 listener: %w", err)
+	}
+	srv := &httpChallengeServer{handler: m.HTTPHandler(nil)}
+	stop := srv.start(ln)
+	return cfg, stop, nil
+}

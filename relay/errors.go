@@ -1,0 +1,17 @@
+package relay
+
+import "errors"
+
+var (
+	// ErrNoTarget is returned by New when the Config names neither a Dial
+	// function nor a ForwardAddr: the relay would not know where streams go.
+	ErrNoTarget = errors.New("relay: no forwarding target (set Dial or ForwardAddr)")
+	// ErrInvalidConfig is returned (wrapped) by New for a Config value out of
+	// range.
+	ErrInvalidConfig = errors.New("relay: invalid config")
+	// ErrBadToken means a carrier did not start with the turbotunnel token
+	// (for example a pre-turbotunnel Snowflake client).
+	ErrBadToken = errors.New("relay: carrier does not start with the turbotunnel token")
+	// ErrClosed is returned by Serve and Run after Close.
+	ErrClosed = errors.New("relay: closed")
+)

@@ -1,0 +1,135 @@
+package relay
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Handshake failure reasons, the only values of the "reason" label.
+const (
+	failUpgrade  = "upgrade"   // not a valid WebSocket upgrade request
+	failEOF      = "eof"       // closed before sending the token (e.g. a probe)
+	failBadToken = "bad_token" // not the turbotunnel token
+	failTimeout  = "timeout"   // token or ClientID not sent in time
+	failError    = "error"     // other read error during the handshake
+)
+
+var failReasons = [...]string{failUpgrade, failEOF, failBadToken, failTimeout, failError}
+
+// Rejection reasons (requests refused before any upgrade).
+const (
+	rejectPath  = "path"  // URL path other than Config.Path
+	rejectLimit = "limit" // MaxConns reached
+)
+
+// counters are the relay's statistics, updated with atomics on the data
+// path and exported through the Relay's own Prometheus registry.
+type counters struct {
+	connsTotal     atomic.Uint64
+	connsActive    atomic.Int64 // carriers past the handshake
+	sessionsTotal  atomic.Uint64
+	sessionsActive atomic.Int64
+	streamsTotal   atomic.Uint64
+	streamsActive  atomic.Int64
+	dialFailures   atomic.Uint64
+	carrierIn      atomic.Uint64 // KCP packet bytes received from carriers
+	carrierOut     atomic.Uint64 // KCP packet bytes sent on carriers
+	streamUp       atomic.Uint64 // stream bytes client -> target
+	streamDown     atomic.Uint64 // stream bytes target -> client
+	handshakeFail  [len(failReasons)]atomic.Uint64
+	rejectedPath   atomic.Uint64
+	rejectedLimit  atomic.Uint64
+}
+
+func (c *counters) fail(reason string) {
+	for i, r := range failReasons {
+		if r == reason {
+			c.handshakeFail[i].Add(1)
+			return
+		}
+	}
+}
+
+// Stats is a snapshot of the relay's counters.
+type Stats struct {
+	Connections, ActiveConnections  int64
+	Sessions, ActiveSessions        int64
+	Streams, ActiveStreams          int64
+	DialFailures                    uint64
+	CarrierBytesIn, CarrierBytesOut uint64
+	StreamBytesUp, StreamBytesDown  uint64
+	// HandshakeFailures counts failed carrier handshakes by reason:
+	// "upgrade", "eof", "bad_token", "timeout", "error".
+	HandshakeFailures           map[string]uint64
+	RejectedPath, RejectedLimit uint64
+	// QueueDrops counts packets dropped because a turbotunnel queue was
+	// full.
+	QueueDrops uint64
+}
+
+// newRegistry returns a registry exporting c, the Go runtime and the
+// process, plus queue drops from drops.
+func newRegistry(c *counters, drops func() float64) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	const ns = "flurry_relay"
+	counter := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, f)
+	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, f)
+	}
+	u := func(a *atomic.Uint64) func() float64 { return func() float64 { return float64(a.Load()) } }
+	i := func(a *atomic.Int64) func() float64 { return func() float64 { return float64(a.Load()) } }
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		counter("connections_total", "WebSocket connections that completed the turbotunnel handshake.", u(&c.connsTotal)),
+		gauge("connections", "Open WebSocket connections past the handshake.", i(&c.connsActive)),
+		counter("sessions_total", "KCP sessions started.", u(&c.sessionsTotal)),
+		gauge("sessions", "Live KCP sessions.", i(&c.sessionsActive)),
+		counter("streams_total", "smux streams accepted.", u(&c.streamsTotal)),
+		gauge("streams", "Open smux streams.", i(&c.streamsActive)),
+		counter("dial_failures_total", "Streams whose target could not be reached.", u(&c.dialFailures)),
+		counter("queue_drops_total", "Packets dropped because a turbotunnel queue was full.", drops),
+	)
+	for _, d := range []struct {
+		dir string
+		a   *atomic.Uint64
+	}{{"in", &c.carrierIn}, {"out", &c.carrierOut}} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: ns, Name: "carrier_bytes_total",
+			Help:        "KCP packet bytes carried by WebSockets (in: from clients, out: to clients).",
+			ConstLabels: prometheus.Labels{"direction": d.dir},
+		}, u(d.a)))
+	}
+	for _, d := range []struct {
+		dir string
+		a   *atomic.Uint64
+	}{{"upstream", &c.streamUp}, {"downstream", &c.streamDown}} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: ns, Name: "stream_bytes_total",
+			Help:        "Stream payload bytes (upstream: client to target, downstream: target to client).",
+			ConstLabels: prometheus.Labels{"direction": d.dir},
+		}, u(d.a)))
+	}
+	for idx, reason := range failReasons {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: ns, Name: "handshake_failures_total",
+			Help:        "WebSocket connections that failed the upgrade or the turbotunnel handshake, by reason.",
+			ConstLabels: prometheus.Labels{"reason": reason},
+		}, u(&c.handshakeFail[idx])))
+	}
+	for _, r := range []struct {
+		reason string
+		a      *atomic.Uint64
+	}{{rejectPath, &c.rejectedPath}, {rejectLimit, &c.rejectedLimit}} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: ns, Name: "rejected_requests_total",
+			Help:        "HTTP requests refused before the upgrade, by reason.",
+			ConstLabels: prometheus.Labels{"reason": r.reason},
+		}, u(r.a)))
+	}
+	return reg
+}

@@ -1,0 +1,410 @@
+package relay
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/common/websocketconn"
+)
+
+// Relay is the bridge end of Flurry (Snowflake's "server"). Create it with
+// New, serve WebSockets with Serve or Run (or mount Handler in your own
+// server), and stop it with Close.
+type Relay struct {
+	cfg      Config
+	log      *slog.Logger
+	seed     maphash.Seed // per-process key for assigning ClientIDs to shards
+	shards   []*shard
+	upgrader websocket.Upgrader
+	stats    counters
+	pools    *bufferPools
+	registry *prometheus.Registry
+
+	closing   chan struct{} // closed by Close
+	closeOnce sync.Once
+	wg        sync.WaitGroup // every goroutine the relay starts
+
+	mu       sync.Mutex
+	clients  map[turbotunnel.ClientID]*clientState // guarded by mu
+	carriers map[*carrier]struct{}                 // guarded by mu; open carriers
+	sessions map[*session]struct{}                 // guarded by mu; live sessions
+	pending  int                                   // guarded by mu; carriers counted against MaxConns
+}
+
+// clientState is what the relay knows about one ClientID while it has a
+// carrier or a session.
+type clientState struct {
+	addr     netip.Addr // the client's IP as the latest carrier reported it
+	carriers int        // open carriers with this ClientID
+	sessions int        // live KCP sessions with this ClientID (0 or 1)
+}
+
+// New returns a Relay configured by cfg (see Config for defaults). It
+// starts the turbotunnel state machines; Close stops them.
+func New(cfg Config) (*Relay, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &Relay{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		seed:     maphash.MakeSeed(),
+		pools:    newBufferPools(),
+		closing:  make(chan struct{}),
+		clients:  make(map[turbotunnel.ClientID]*clientState),
+		carriers: make(map[*carrier]struct{}),
+		sessions: make(map[*session]struct{}),
+	}
+	r.upgrader = websocket.Upgrader{
+		HandshakeTimeout: cfg.HandshakeTimeout,
+		ReadBufferSize:   websocketconn.RecommendedReadBufferSize,
+		WriteBufferSize:  websocketconn.RecommendedWriteBufferSize,
+		WriteBufferPool:  new(sync.Pool),
+		// Proxies run in browsers on any origin; the relay has no cookies
+		// or ambient authority to protect.
+		CheckOrigin: func(*http.Request) bool { return true },
+	}
+	for i := range cfg.NumTurbotunnel {
+		s, err := newShard(r, i)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.shards = append(r.shards, s)
+	}
+	r.registry = newRegistry(&r.stats, func() float64 { return float64(r.queueDrops()) })
+	return r, nil
+}
+
+// shardFor returns the KCP state machine that serves id: a keyed hash of the
+// ClientID, so that clients cannot choose (or crowd) a state machine.
+func (r *Relay) shardFor(id turbotunnel.ClientID) *shard {
+	h := maphash.Bytes(r.seed, id[:])
+	return r.shards[h%uint64(len(r.shards))]
+}
+
+// Handler returns the http.Handler that accepts WebSocket carriers. Serve
+// and Run use it; use it directly to mount the relay in another server
+// (which then needs timeouts of its own).
+func (r *Relay) Handler() http.Handler { return http.HandlerFunc(r.serveHTTP) }
+
+// MetricsHandler returns an http.Handler serving the relay's Prometheus
+// metrics from its own registry.
+func (r *Relay) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{})
+}
+
+// Registry returns the relay's own Prometheus registry.
+func (r *Relay) Registry() *prometheus.Registry { return r.registry }
+
+func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	if r.cfg.Path != "" && req.URL.Path != r.cfg.Path {
+		r.stats.rejectedPath.Add(1)
+		http.NotFound(w, req)
+		return
+	}
+	if !r.reserveConn() {
+		r.stats.rejectedLimit.Add(1)
+		http.Error(w, "too many connections", http.StatusServiceUnavailable)
+		return
+	}
+	ws, err := r.upgrader.Upgrade(w, req, nil)
+	if err != nil {
+		// gorilla has already answered (400, 405, 403...).
+		r.releaseConn()
+		r.stats.fail(failUpgrade)
+		r.log.Debug("websocket upgrade failed", "error", err)
+		return
+	}
+	c := newCarrier(r, websocketconn.New(ws), parseClientIP(req.URL.Query().Get("client_ip")))
+	if !r.addCarrier(c) {
+		c.conn.Close()
+		r.releaseConn()
+		return
+	}
+	// Serve the carrier in a goroutine of its own and return: the HTTP
+	// server's goroutine would otherwise keep its request buffers (about
+	// 8 KiB) alive for the life of the connection.
+	go func() {
+		defer r.wg.Done()
+		defer r.releaseConn()
+		defer r.removeCarrier(c)
+		c.serve()
+	}()
+}
+
+// reserveConn counts a new connection against MaxConns.
+func (r *Relay) reserveConn() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cfg.MaxConns > 0 && r.pending >= r.cfg.MaxConns {
+		return false
+	}
+	r.pending++
+	return true
+}
+
+func (r *Relay) releaseConn() {
+	r.mu.Lock()
+	r.pending--
+	r.mu.Unlock()
+}
+
+// addCarrier registers c for shutdown and adds it to the relay's wait
+// group; it fails once Close has begun.
+func (r *Relay) addCarrier(c *carrier) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.closing:
+		return false
+	default:
+	}
+	r.carriers[c] = struct{}{}
+	r.wg.Add(1)
+	return true
+}
+
+func (r *Relay) removeCarrier(c *carrier) {
+	r.mu.Lock()
+	delete(r.carriers, c)
+	r.mu.Unlock()
+}
+
+// attachClient records that a carrier for id (from client address addr) has
+// completed its handshake, and reports whether id already has a live
+// session.
+func (r *Relay) attachClient(id turbotunnel.ClientID, addr netip.Addr) (hasSession bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.clients[id]
+	if st == nil {
+		st = &clientState{}
+		r.clients[id] = st
+	}
+	st.carriers++
+	if addr.IsValid() {
+		st.addr = addr
+	}
+	return st.sessions > 0
+}
+
+func (r *Relay) detachClient(id turbotunnel.ClientID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st := r.clients[id]; st != nil {
+		st.carriers--
+		if st.carriers <= 0 && st.sessions <= 0 {
+			delete(r.clients, id)
+		}
+	}
+}
+
+// startSession records a new session for id and returns the client's
+// address (the zero Addr if unknown: the session still works, tor only
+// misses USERADDR).
+func (r *Relay) startSession(s *session) (netip.Addr, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.closing:
+		return netip.Addr{}, false
+	default:
+	}
+	r.sessions[s] = struct{}{}
+	st := r.clients[s.id]
+	if st == nil {
+		// No carrier any more (it closed right after its packet); the
+		// session may still get one.
+		st = &clientState{}
+		r.clients[s.id] = st
+	}
+	st.sessions++
+	return st.addr, true
+}
+
+func (r *Relay) endSession(s *session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.sessions, s)
+	if st := r.clients[s.id]; st != nil {
+		st.sessions--
+		if st.carriers <= 0 && st.sessions <= 0 {
+			delete(r.clients, s.id)
+		}
+	}
+}
+
+// Serve accepts WebSocket carriers on ln until ctx is done or the relay is
+// closed, then shuts the HTTP server down gracefully (bounded by
+// ShutdownTimeout) and returns. It may be called for several listeners at
+// once. It does not close the relay's sessions: call Close for that.
+func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           r.Handler(),
+		ReadHeaderTimeout: r.cfg.HandshakeTimeout,
+		ReadTimeout:       r.cfg.HandshakeTimeout,
+		WriteTimeout:      r.cfg.HandshakeTimeout,
+		IdleTimeout:       r.cfg.HandshakeTimeout,
+		MaxHeaderBytes:    16 << 10,
+		// A WebSocket needs HTTP/1.1: never offer h2.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		ErrorLog:     slog.NewLogLogger(r.log.Handler(), slog.LevelDebug),
+	}
+	if r.cfg.TLSConfig != nil {
+		tc := r.cfg.TLSConfig.Clone()
+		if len(tc.NextProtos) == 0 {
+			tc.NextProtos = []string{"http/1.1"}
+		}
+		ln = tls.NewListener(ln, tc)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	case <-r.closing:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	select {
+	case <-r.closing:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+// Run listens on ListenAddr (and serves metrics on MetricsAddr if set),
+// serves until ctx is done, then closes the relay.
+func (r *Relay) Run(ctx context.Context) error {
+	defer r.Close()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", r.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	r.log.Info("relay listening", "addr", ln.Addr().String(), "tls", r.cfg.TLSConfig != nil)
+	if r.cfg.MetricsAddr != "" {
+		mln, err := lc.Listen(ctx, "tcp", r.cfg.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen for metrics: %w", err)
+		}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.ServeMetrics(stop, mln)
+		}()
+		defer func() {
+			close(stop)
+			<-done
+		}()
+	}
+	err = r.Serve(ctx, ln)
+	if errors.Is(err, ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// ServeMetrics serves /metrics on ln until stop is closed.
+func (r *Relay) ServeMetrics(stop <-chan struct{}, ln net.Listener) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", r.MetricsHandler())
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       time.Minute,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		r.log.Warn("metrics server stopped", "error", err)
+		return
+	case <-stop:
+	}
+	srv.Close()
+	<-errc
+}
+
+// Close closes every carrier, session and stream and the turbotunnel state
+// machines, and waits for the relay's goroutines. It is idempotent.
+func (r *Relay) Close() error {
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		close(r.closing)
+		carriers := make([]*carrier, 0, len(r.carriers))
+		for c := range r.carriers {
+			carriers = append(carriers, c)
+		}
+		sessions := make([]*session, 0, len(r.sessions))
+		for s := range r.sessions {
+			sessions = append(sessions, s)
+		}
+		r.mu.Unlock()
+		for _, c := range carriers {
+			c.conn.Close()
+		}
+		for _, s := range sessions {
+			s.close()
+		}
+		for _, s := range r.shards {
+			s.close()
+		}
+		r.wg.Wait()
+	})
+	return nil
+}
+
+// Stats returns a snapshot of the relay's counters.
+func (r *Relay) Stats() Stats {
+	c := &r.stats
+	s := Stats{
+		Connections:       int64(c.connsTotal.Load()),
+		ActiveConnections: c.connsActive.Load(),
+		Sessions:          int64(c.sessionsTotal.Load()),
+		ActiveSessions:    c.sessionsActive.Load(),
+		Streams:           int64(c.streamsTotal.Load()),
+		ActiveStreams:     c.streamsActive.Load(),
+		DialFailures:      c.dialFailures.Load(),
+		CarrierBytesIn:    c.carrierIn.Load(),
+		CarrierBytesOut:   c.carrierOut.Load(),
+		StreamBytesUp:     c.streamUp.Load(),
+		StreamBytesDown:   c.streamDown.Load(),
+		HandshakeFailures: make(map[string]uint64, len(failReasons)),
+		RejectedPath:      c.rejectedPath.Load(),
+		RejectedLimit:     c.rejectedLimit.Load(),
+		QueueDrops:        r.queueDrops(),
+	}
+	for i, reason := range failReasons {
+		s.HandshakeFailures[reason] = c.handshakeFail[i].Load()
+	}
+	return s
+}

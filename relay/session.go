@@ -1,0 +1,300 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+
+	kcp "github.com/xtaci/kcp-go/v5"
+	"github.com/xtaci/smux"
+
+	"github.com/flurrypt/flurry/common/turbotunnel"
+)
+
+// shardAddr is the local address of a shard's packet conn.
+type shardAddr int
+
+func (a shardAddr) Network() string { return "turbotunnel" }
+func (a shardAddr) String() string  { return fmt.Sprintf("turbotunnel-%d", int(a)) }
+
+// A shard is one KCP state machine: a QueuePacketConn that carriers feed,
+// and the KCP listener that reads it. Each ClientID belongs to one shard.
+type shard struct {
+	pconn *turbotunnel.QueuePacketConn
+	ln    *kcp.Listener
+}
+
+func newShard(r *Relay, i int) (*shard, error) {
+	pconn := turbotunnel.NewQueuePacketConn(shardAddr(i), r.cfg.ClientTimeout, kcpMTU)
+	ln, err := kcp.ServeConn(nil, 0, 0, pconn)
+	if err != nil {
+		pconn.Close()
+		return nil, fmt.Errorf("start kcp: %w", err)
+	}
+	s := &shard{pconn: pconn, ln: ln}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		s.acceptLoop(r)
+	}()
+	return s, nil
+}
+
+func (s *shard) close() {
+	s.ln.Close()
+	s.pconn.Close()
+}
+
+func (s *shard) acceptLoop(r *Relay) {
+	for {
+		conn, err := s.ln.AcceptKCP()
+		if err != nil {
+			select {
+			case <-r.closing:
+			default:
+				r.log.Warn("kcp accept stopped", "error", err)
+			}
+			return
+		}
+		id, ok := conn.RemoteAddr().(turbotunnel.ClientID)
+		if !ok {
+			conn.Close()
+			continue
+		}
+		// Snowflake's client parameters (reference section 4.5), which
+		// both ends must share.
+		conn.SetStreamMode(true)
+		conn.SetWindowSize(kcpWindow, kcpWindow)
+		conn.SetNoDelay(0, 0, 0, 1)
+		sess := &session{id: id, kcp: conn}
+		addr, ok := r.startSession(sess)
+		if !ok {
+			conn.Close()
+			return
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer r.endSession(sess)
+			sess.serve(r, addr)
+		}()
+	}
+}
+
+// A session is one client's KCP session and the smux session over it.
+type session struct {
+	id  turbotunnel.ClientID
+	kcp *kcp.UDPSession
+
+	mu   sync.Mutex
+	smux *smux.Session // guarded by mu; nil until started
+	done bool          // guarded by mu
+}
+
+func (s *session) close() {
+	s.mu.Lock()
+	s.done = true
+	m := s.smux
+	s.mu.Unlock()
+	if m != nil {
+		m.Close()
+	}
+	s.kcp.Close()
+}
+
+func (s *session) serve(r *Relay, addr netip.Addr) {
+	defer s.kcp.Close()
+	r.stats.sessionsTotal.Add(1)
+	r.stats.sessionsActive.Add(1)
+	defer r.stats.sessionsActive.Add(-1)
+
+	conf := smux.DefaultConfig()
+	conf.Version = smuxVersion
+	conf.KeepAliveTimeout = smuxKeepAliveTimeout
+	conf.MaxStreamBuffer = smuxMaxStreamBuffer
+	m, err := smux.Server(s.kcp, conf)
+	if err != nil {
+		r.log.Warn("smux server", "error", err)
+		return
+	}
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		m.Close()
+		return
+	}
+	s.smux = m
+	s.mu.Unlock()
+	defer m.Close()
+
+	for {
+		stream, err := m.AcceptStream()
+		if err != nil {
+			return
+		}
+		r.stats.streamsTotal.Add(1)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.stats.streamsActive.Add(1)
+			defer r.stats.streamsActive.Add(-1)
+			r.forward(stream, addr)
+		}()
+	}
+}
+
+// forward connects stream to its target and copies both ways until both
+// directions end.
+func (r *Relay) forward(stream *smux.Stream, addr netip.Addr) {
+	defer stream.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.DialTimeout)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-r.closing:
+			cancel()
+		case <-stop:
+		}
+	}()
+	target, err := r.cfg.Dial(ctx, addr)
+	close(stop)
+	cancel()
+	if err != nil {
+		r.stats.dialFailures.Add(1)
+		r.log.Warn("cannot reach target", "error", err)
+		return
+	}
+	defer target.Close()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// target -> client
+		err := copyToStream(stream, target, &r.pools.copies, &r.stats)
+		if err == nil {
+			// The target finished sending: pass the half-close on.
+			stream.CloseWrite()
+		} else {
+			stream.Close()
+			target.Close()
+		}
+	}()
+	// client -> target: smux's WriteTo hands its buffers to the target
+	// directly, no copy buffer needed.
+	_, err = stream.WriteTo(countingWriter{target, &r.stats})
+	if err == nil || errors.Is(err, io.EOF) {
+		if cw, ok := target.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		} else {
+			target.Close()
+		}
+	} else {
+		stream.Close()
+		target.Close()
+	}
+	<-done
+}
+
+// countingWriter counts upstream bytes as they are written.
+type countingWriter struct {
+	w     io.Writer
+	stats *counters
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.stats.streamUp.Add(uint64(n))
+	return n, err
+}
+
+// copyBufferSize is the size of the pooled buffers used to read from
+// targets (a TLS record from tor is up to 16 KiB). A buffer is held only
+// during one read and one write, never while the target is idle, so its
+// size costs nothing per idle stream. Not tuned by benchmark yet
+// (BenchmarkEcho measures the whole path).
+const copyBufferSize = 16 << 10
+
+// copyToStream copies src to the stream until EOF (nil error) or an error.
+// When src is a socket, it waits for readability without holding a buffer
+// and reads with a pooled one, so an idle stream holds no copy buffer.
+func copyToStream(dst *smux.Stream, src net.Conn, pool *sync.Pool, stats *counters) error {
+	sc, ok := src.(syscall.Conn)
+	if !ok {
+		return copyBuffered(dst, src, pool, stats)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return copyBuffered(dst, src, pool, stats)
+	}
+	for {
+		var bp *[]byte
+		var n int
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			bp = pool.Get().(*[]byte)
+			n, rerr = syscall.Read(int(fd), *bp)
+			if rerr == syscall.EAGAIN || rerr == syscall.EINTR {
+				pool.Put(bp)
+				bp = nil
+				return false // wait until readable, then call again
+			}
+			return true
+		})
+		if err == nil {
+			err = rerr
+		}
+		if err != nil {
+			if bp != nil {
+				pool.Put(bp)
+			}
+			return err
+		}
+		if n == 0 {
+			pool.Put(bp)
+			return nil // EOF
+		}
+		_, werr := dst.Write((*bp)[:n])
+		pool.Put(bp)
+		if werr != nil {
+			return werr
+		}
+		stats.streamDown.Add(uint64(n))
+	}
+}
+
+// copyBuffered is copyToStream for connections that are not sockets.
+func copyBuffered(dst *smux.Stream, src io.Reader, pool *sync.Pool, stats *counters) error {
+	bp := pool.Get().(*[]byte)
+	defer pool.Put(bp)
+	buf := *bp
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			stats.streamDown.Add(uint64(n))
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// queueDrops sums the turbotunnel queue drop counters of all shards.
+func (r *Relay) queueDrops() uint64 {
+	var total uint64
+	for _, s := range r.shards {
+		st := s.pconn.Stats()
+		total += st.IncomingDropped + st.OutgoingDropped
+	}
+	return total
+}
