@@ -7,18 +7,18 @@
 package flurry
 
 import (
+	_ "github.com/chromedp/chromedp"
 	_ "github.com/gorilla/websocket"
-	_ "github.com/pion/webrtc/v4"
 	_ "github.com/pion/stun/v4"
+	_ "github.com/pion/webrtc/v4"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/prometheus/client_golang/prometheus/collectors"
+	_ "github.com/prometheus/client_golang/prometheus/promhttp"
+	_ "github.com/refraction-networking/utls"
 	_ "github.com/xtaci/kcp-go/v5"
 	_ "github.com/xtaci/smux"
 	_ "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/goptlib"
-	_ "github.com/prometheus/client_golang/prometheus"
-	_ "github.com/prometheus/client_golang/prometheus/promhttp"
-	_ "github.com/prometheus/client_golang/prometheus/collectors"
+	_ "go.uber.org/goleak"
 	_ "golang.org/x/crypto/acme/autocert"
 	_ "golang.org/x/time/rate"
-	_ "go.uber.org/goleak"
-	_ "github.com/refraction-networking/utls"
-	_ "github.com/chromedp/chromedp"
 )
