@@ -1,0 +1,703 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptrace"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flurrypt/flurry/common/relaypattern"
+	"github.com/flurrypt/flurry/messages"
+)
+
+// Defaults and limits of BrokerConfig.
+const (
+	DefaultBrokerProxies  = 100
+	DefaultBrokerClients  = 10
+	DefaultStepDuration   = 10 * time.Second
+	DefaultIdleSettle     = 3 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultProxyNATMix    = "unrestricted=2,restricted=1,unknown=1"
+	DefaultProxyTypeMix   = "standalone=5,webext=3,badge=1,iptproxy=1"
+	DefaultClientNATMix   = "unrestricted=1,restricted=1,unknown=1"
+
+	maxPeers = 100_000 // per kind (proxies, clients, idle polls, carriers)
+	maxSteps = 32
+)
+
+// BrokerConfig configures RunBroker. The zero value (with URL set) runs
+// 100 proxies and one 10 s step of 10 back-to-back clients.
+type BrokerConfig struct {
+	// URL is the broker's base URL, e.g. http://127.0.0.1:8080 (paths
+	// /proxy, /client and /answer are appended). Required.
+	URL string
+
+	// Proxies is the number of simulated proxies long-polling during the
+	// client steps. Default DefaultBrokerProxies; negative means none
+	// (every offer is then denied). Proxy i reports (i mod 4)*8 clients,
+	// so that a broker ordering proxies by load has something to order.
+	Proxies int
+	// Clients lists the client concurrency of each step, run one after
+	// the other for StepDuration each. Default {DefaultBrokerClients}.
+	Clients []int
+	// Rate, if positive, is the total offers per second the clients of a
+	// step send (each step's Clients is then the most in flight at once;
+	// offers that find every client busy are counted as Missed). Zero
+	// means back to back.
+	Rate float64
+	// StepDuration is how long each client step sends offers (in-flight
+	// offers then finish). Default DefaultStepDuration.
+	StepDuration time.Duration
+
+	// IdlePolls, if not empty, runs an idle phase first: for each K in
+	// turn (ascending), hold K proxy polls open at once, with no clients,
+	// and record the broker's RSS. Needs PID for memory figures.
+	IdlePolls []int
+	// IdleSettle is how long each idle step waits, once its polls are
+	// waiting, before sampling memory. Default DefaultIdleSettle.
+	IdleSettle time.Duration
+
+	// ProxyNAT, ProxyTypes and ClientNAT are the mixes of simulated peers.
+	// Defaults DefaultProxyNATMix, DefaultProxyTypeMix, DefaultClientNATMix.
+	ProxyNAT, ProxyTypes, ClientNAT Mix
+	// RelayPattern is the AcceptedRelayPattern the proxies send. It must
+	// be acceptable to the broker (a superset of Snowflake's
+	// -allowed-relay-pattern; for Flurry's broker, a pattern matching a
+	// bridge's relay host). The default "" accepts every relay.
+	RelayPattern string
+	// Fingerprint is the bridge fingerprint clients ask for. Default
+	// messages.DefaultBridgeFingerprint.
+	Fingerprint string
+
+	// PID, if positive, is the broker's process ID, for RSS and CPU.
+	PID int
+	// RequestTimeout bounds every HTTP request. Default
+	// DefaultRequestTimeout (a poll is held about 10 s).
+	RequestTimeout time.Duration
+	// Insecure skips TLS certificate verification (self-signed test
+	// brokers).
+	Insecure bool
+	// AllowNonLoopback allows a broker that is not on a loopback address.
+	AllowNonLoopback bool
+
+	// Progress, if not nil, receives a progress line every
+	// ProgressInterval (default DefaultProgressInterval).
+	Progress         io.Writer
+	ProgressInterval time.Duration
+}
+
+// BrokerResult is what RunBroker measured.
+type BrokerResult struct {
+	URL          string       `json:"url"`
+	Proxies      int          `json:"proxies"`
+	ProxyNAT     string       `json:"proxy_nat_mix"`
+	ProxyTypes   string       `json:"proxy_type_mix"`
+	ClientNAT    string       `json:"client_nat_mix"`
+	RelayPattern string       `json:"relay_pattern"`
+	Rate         float64      `json:"rate_per_sec,omitempty"`
+	StepSeconds  float64      `json:"step_seconds"`
+	BrokerPID    int          `json:"broker_pid,omitempty"`
+	Idle         *IdleResult  `json:"idle,omitempty"`
+	Steps        []BrokerStep `json:"steps"`
+	Proxy        ProxyCounts  `json:"proxy"`
+	ErrorSamples []string     `json:"error_samples,omitempty"`
+}
+
+// BrokerStep is one client-concurrency step. Offers = Matches + Denials +
+// Timeouts + Errors.
+type BrokerStep struct {
+	Clients        int     `json:"clients"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	Offers         int64   `json:"offers"`
+	Matches        int64   `json:"matches"`
+	Denials        int64   `json:"denials"`  // "no snowflake proxies currently available"
+	Timeouts       int64   `json:"timeouts"` // "timed out waiting for answer!"
+	Errors         int64   `json:"errors"`   // transport errors, bad status, other error texts
+	Missed         int64   `json:"missed"`   // with Rate: offers due while every client was busy
+	OffersPerSec   float64 `json:"offers_per_sec"`
+	MatchesPerSec  float64 `json:"matches_per_sec"`
+	// Latency is the time from sending an offer to receiving the answer,
+	// over matched offers only (denials return at once).
+	Latency          Percentiles `json:"latency"`
+	BrokerRSSBytes   int64       `json:"broker_rss_bytes,omitempty"`
+	BrokerCPUPercent float64     `json:"broker_cpu_percent,omitempty"` // of one core
+}
+
+// ProxyCounts counts what the simulated proxies saw over the client steps.
+type ProxyCounts struct {
+	Polls                int64 `json:"polls"`
+	Matches              int64 `json:"matches"`
+	NoMatch              int64 `json:"no_match"`
+	RelayPatternRejected int64 `json:"relay_pattern_rejected"`
+	Errors               int64 `json:"errors"`
+	AnswersSuccess       int64 `json:"answers_success"`
+	AnswersClientGone    int64 `json:"answers_client_gone"`
+	AnswerErrors         int64 `json:"answer_errors"`
+}
+
+// IdleResult is the idle-poll phase: broker memory per waiting poll.
+type IdleResult struct {
+	BaselineRSSBytes int64      `json:"baseline_rss_bytes,omitempty"`
+	SettleSeconds    float64    `json:"settle_seconds"`
+	Steps            []IdleStep `json:"steps"`
+	// BytesPerPoll is the last step's figure.
+	BytesPerPoll float64 `json:"bytes_per_poll,omitempty"`
+	Polls        int64   `json:"polls"`   // polls completed (each held ~10 s)
+	Matched      int64   `json:"matched"` // should be 0: no clients run
+	Errors       int64   `json:"errors"`
+}
+
+// IdleStep is the broker's memory while Polls polls were held.
+type IdleStep struct {
+	Polls        int     `json:"polls"`
+	Waiting      int64   `json:"waiting"` // polls sent and not yet answered when sampled (median)
+	RSSBytes     int64   `json:"rss_bytes,omitempty"`
+	BytesPerPoll float64 `json:"bytes_per_poll,omitempty"` // (RSSBytes - baseline) / Waiting
+}
+
+func (cfg BrokerConfig) withDefaults() (BrokerConfig, error) {
+	if cfg.Proxies == 0 {
+		cfg.Proxies = DefaultBrokerProxies
+	}
+	cfg.Clients = slices.Clone(cfg.Clients)
+	if len(cfg.Clients) == 0 {
+		cfg.Clients = []int{DefaultBrokerClients}
+	}
+	cfg.IdlePolls = slices.Clone(cfg.IdlePolls)
+	slices.Sort(cfg.IdlePolls)
+	if cfg.StepDuration == 0 {
+		cfg.StepDuration = DefaultStepDuration
+	}
+	if cfg.IdleSettle == 0 {
+		cfg.IdleSettle = DefaultIdleSettle
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.ProxyNAT == nil {
+		cfg.ProxyNAT = mustMix(DefaultProxyNATMix)
+	}
+	if cfg.ProxyTypes == nil {
+		cfg.ProxyTypes = mustMix(DefaultProxyTypeMix)
+	}
+	if cfg.ClientNAT == nil {
+		cfg.ClientNAT = mustMix(DefaultClientNATMix)
+	}
+	if cfg.Fingerprint == "" {
+		cfg.Fingerprint = messages.DefaultBridgeFingerprint
+	}
+	cfg.Proxies = max(cfg.Proxies, 0)
+	cfg.Progress = lockWriter(cfg.Progress)
+	u, err := parseURL(cfg.URL, cfg.AllowNonLoopback, "http", "https")
+	if err != nil {
+		return cfg, err
+	}
+	cfg.URL = strings.TrimSuffix(u.String(), "/")
+
+	switch {
+	case cfg.Proxies > maxPeers:
+		return cfg, fmt.Errorf("%w: proxies %d out of range 0..%d", ErrInvalidConfig, cfg.Proxies, maxPeers)
+	case len(cfg.Clients) > maxSteps || len(cfg.IdlePolls) > maxSteps:
+		return cfg, fmt.Errorf("%w: at most %d steps", ErrInvalidConfig, maxSteps)
+	case cfg.StepDuration < 0 || cfg.IdleSettle < 0 || cfg.RequestTimeout < 0:
+		return cfg, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	case cfg.Rate < 0:
+		return cfg, fmt.Errorf("%w: negative rate", ErrInvalidConfig)
+	}
+	for _, n := range cfg.Clients {
+		if n < 0 || n > maxPeers {
+			return cfg, fmt.Errorf("%w: clients %d out of range 0..%d", ErrInvalidConfig, n, maxPeers)
+		}
+	}
+	for _, n := range cfg.IdlePolls {
+		if n <= 0 || n > maxPeers {
+			return cfg, fmt.Errorf("%w: idle polls %d out of range 1..%d", ErrInvalidConfig, n, maxPeers)
+		}
+	}
+	for _, m := range []Mix{cfg.ProxyNAT, cfg.ClientNAT} {
+		for _, e := range m {
+			if _, err := messages.NormalizeNAT(e.Value); err != nil || e.Value == "" {
+				return cfg, fmt.Errorf("%w: NAT type %q (want unrestricted, restricted or unknown)", ErrInvalidConfig, e.Value)
+			}
+		}
+	}
+	if _, err := relaypattern.Parse(cfg.RelayPattern); err != nil {
+		return cfg, fmt.Errorf("%w: relay pattern %q: %w", ErrInvalidConfig, cfg.RelayPattern, err)
+	}
+	// Let the encoders check the rest once, up front.
+	for _, e := range cfg.ProxyTypes {
+		if _, _, err := cfg.pollBody(0, e.Value, messages.NATUnknown); err != nil {
+			return cfg, fmt.Errorf("%w: proxy type %q or relay pattern %q: %w", ErrInvalidConfig, e.Value, cfg.RelayPattern, err)
+		}
+	}
+	if _, err := (messages.ClientPollRequest{Offer: fixedOffer, Fingerprint: cfg.Fingerprint}).Encode(); err != nil {
+		return cfg, fmt.Errorf("%w: fingerprint %q: %w", ErrInvalidConfig, cfg.Fingerprint, err)
+	}
+	return cfg, nil
+}
+
+// newSid returns a fresh session ID like Snowflake's proxy: 16 random bytes,
+// standard base64 without padding.
+func newSid() string {
+	var b [16]byte
+	for i := 0; i < len(b); i += 8 {
+		v := rand.Uint64()
+		for j := range 8 {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return base64.RawStdEncoding.EncodeToString(b[:])
+}
+
+// pollBody encodes a poll with a fresh Sid.
+func (cfg *BrokerConfig) pollBody(clients int, typ, nat string) (sid string, body []byte, err error) {
+	pattern := cfg.RelayPattern
+	sid = newSid()
+	body, err = messages.ProxyPollRequest{
+		Sid: sid, Type: typ, NAT: nat, Clients: clients, AcceptedRelayPattern: &pattern,
+	}.Encode()
+	return sid, body, err
+}
+
+// brokerRun is the state of one RunBroker call.
+type brokerRun struct {
+	cfg    BrokerConfig
+	client *http.Client
+	proc   procWatcher
+	errs   errorSamples
+
+	proxy struct {
+		polls, matches, noMatch, rejected, errors atomic.Int64
+		answerOK, answerGone, answerErr           atomic.Int64
+	}
+	clientBodies map[string][]byte // by NAT; read-only once built
+}
+
+// RunBroker drives the broker at cfg.URL: an optional idle phase
+// (cfg.IdlePolls), then one step per cfg.Clients entry with cfg.Proxies
+// proxies polling throughout. It returns what it measured; when ctx ends
+// early it returns the steps so far and ctx's error.
+func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return BrokerResult{}, err
+	}
+	conns := cfg.Proxies + slices.Max(cfg.Clients)
+	if len(cfg.IdlePolls) > 0 {
+		conns = max(conns, slices.Max(cfg.IdlePolls))
+	}
+	if _, err := raiseFileLimit(uint64(conns) + 256); err != nil {
+		return BrokerResult{}, err
+	}
+	r := &brokerRun{
+		cfg:          cfg,
+		client:       newHTTPClient(conns, cfg.RequestTimeout, cfg.Insecure, cfg.AllowNonLoopback),
+		proc:         procWatcher{pid: cfg.PID},
+		clientBodies: make(map[string][]byte),
+	}
+	defer r.client.CloseIdleConnections()
+	for _, e := range cfg.ClientNAT {
+		b, err := messages.ClientPollRequest{Offer: fixedOffer, NAT: e.Value, Fingerprint: cfg.Fingerprint}.Encode()
+		if err != nil {
+			return BrokerResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		r.clientBodies[e.Value] = b
+	}
+	res := BrokerResult{
+		URL: cfg.URL, Proxies: cfg.Proxies, ProxyNAT: cfg.ProxyNAT.String(), ProxyTypes: cfg.ProxyTypes.String(),
+		ClientNAT: cfg.ClientNAT.String(), RelayPattern: cfg.RelayPattern, Rate: cfg.Rate,
+		StepSeconds: seconds(cfg.StepDuration), BrokerPID: cfg.PID,
+	}
+	if _, _, err := r.proc.sample(); err != nil {
+		return res, err
+	}
+
+	if len(cfg.IdlePolls) > 0 {
+		idle := r.runIdle(ctx)
+		res.Idle = &idle
+		r.client.CloseIdleConnections()
+		// Let the broker notice that the idle polls have gone before
+		// clients arrive, so that no client is matched with one of them.
+		sleepCtx(ctx, r.cfg.IdleSettle)
+		if err := ctx.Err(); err != nil {
+			res.ErrorSamples = r.errs.get()
+			return res, err
+		}
+	}
+
+	proxyCtx, stopProxies := context.WithCancel(ctx)
+	var proxies sync.WaitGroup
+	for i := range cfg.Proxies {
+		proxies.Go(func() { r.proxyLoop(proxyCtx, i) })
+	}
+	for i, n := range cfg.Clients {
+		if ctx.Err() != nil {
+			break
+		}
+		say(cfg.Progress, "broker: step %d/%d: %d clients, %d proxies, %v", i+1, len(cfg.Clients), n, cfg.Proxies, cfg.StepDuration)
+		res.Steps = append(res.Steps, r.runStep(ctx, i, n))
+	}
+	stopProxies()
+	proxies.Wait()
+
+	res.Proxy = ProxyCounts{
+		Polls: r.proxy.polls.Load(), Matches: r.proxy.matches.Load(), NoMatch: r.proxy.noMatch.Load(),
+		RelayPatternRejected: r.proxy.rejected.Load(), Errors: r.proxy.errors.Load(),
+		AnswersSuccess: r.proxy.answerOK.Load(), AnswersClientGone: r.proxy.answerGone.Load(),
+		AnswerErrors: r.proxy.answerErr.Load(),
+	}
+	res.ErrorSamples = r.errs.get()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	var matches, offers int64
+	for _, s := range res.Steps {
+		matches += s.Matches
+		offers += s.Offers
+	}
+	if offers > 0 && matches == 0 {
+		return res, fmt.Errorf("%w: %d offers, no match (errors: %s)", ErrNoProgress, offers, strings.Join(res.ErrorSamples, "; "))
+	}
+	return res, nil
+}
+
+// proxyLoop is simulated proxy i: poll, answer a match, poll again at once
+// (a real proxy waits NextPoll; a load test wants proxies available).
+func (r *brokerRun) proxyLoop(ctx context.Context, i int) {
+	nat := r.cfg.ProxyNAT.pick(i)
+	typ := r.cfg.ProxyTypes.pick(i)
+	clients := (i % 4) * 8
+	for ctx.Err() == nil {
+		sid, body, err := r.cfg.pollBody(clients, typ, nat)
+		if err != nil { // validated in withDefaults
+			r.proxy.errors.Add(1)
+			return
+		}
+		resp, status, err := post(ctx, r.client, r.cfg.URL+"/proxy", body, messages.MaxBodySize)
+		if ctx.Err() != nil {
+			return
+		}
+		r.proxy.polls.Add(1)
+		if err != nil || status != http.StatusOK {
+			r.proxy.errors.Add(1)
+			r.errs.add(httpErrorText("proxy poll", status, err))
+			sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
+		poll, err := messages.DecodeProxyPollResponse(resp)
+		switch {
+		case errors.Is(err, messages.ErrIncorrectRelayPattern):
+			r.proxy.rejected.Add(1)
+			r.errs.add(fmt.Sprintf("proxy poll: broker says %q for relay pattern %q", messages.StatusIncorrectRelayPattern, r.cfg.RelayPattern))
+			sleepCtx(ctx, time.Second)
+		case err != nil:
+			r.proxy.errors.Add(1)
+			r.errs.add("proxy poll response: " + err.Error())
+			sleepCtx(ctx, 100*time.Millisecond)
+		case poll.Status == messages.StatusNoMatch:
+			r.proxy.noMatch.Add(1)
+		case poll.Status == messages.StatusClientMatch:
+			r.proxy.matches.Add(1)
+			r.answer(ctx, sid)
+		}
+	}
+}
+
+// answer posts the fixed answer for a matched poll.
+func (r *brokerRun) answer(ctx context.Context, sid string) {
+	body, err := messages.ProxyAnswerRequest{Sid: sid, Answer: fixedAnswer}.Encode()
+	if err != nil {
+		r.proxy.answerErr.Add(1)
+		return
+	}
+	resp, status, err := post(ctx, r.client, r.cfg.URL+"/answer", body, messages.MaxBodySize)
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil || status != http.StatusOK {
+		r.proxy.answerErr.Add(1)
+		r.errs.add(httpErrorText("answer", status, err))
+		return
+	}
+	ans, err := messages.DecodeProxyAnswerResponse(resp)
+	switch {
+	case err != nil:
+		r.proxy.answerErr.Add(1)
+		r.errs.add("answer response: " + err.Error())
+	case ans.Status == messages.StatusSuccess:
+		r.proxy.answerOK.Add(1)
+	default:
+		r.proxy.answerGone.Add(1)
+	}
+}
+
+func httpErrorText(what string, status int, err error) string {
+	if err != nil {
+		return what + ": " + err.Error()
+	}
+	return fmt.Sprintf("%s: HTTP status %d", what, status)
+}
+
+// stepCounters are one step's client counts.
+type stepCounters struct {
+	offers, matches, denials, timeouts, errors, missed atomic.Int64
+}
+
+// runStep runs n clients for StepDuration and waits for their last offers.
+func (r *brokerRun) runStep(ctx context.Context, index, n int) BrokerStep {
+	before, haveBefore, _ := r.proc.sample()
+	stepCtx, cancel := context.WithTimeout(ctx, r.cfg.StepDuration)
+	defer cancel()
+	var c stepCounters
+	lat := newRecorder()
+	start := time.Now()
+
+	var tokens chan struct{}
+	var wg sync.WaitGroup
+	if r.cfg.Rate > 0 && n > 0 {
+		tokens = make(chan struct{}, n)
+		wg.Go(func() { pace(stepCtx, r.cfg.Rate, tokens, &c.missed) })
+	}
+	for i := range n {
+		wg.Go(func() { r.clientLoop(ctx, stepCtx, i, tokens, &c, lat) })
+	}
+	prog := startProgress(r.cfg.Progress, r.cfg.ProgressInterval, func() string {
+		el := time.Since(start)
+		return fmt.Sprintf("broker: step %d, %d clients, %.0fs/%v: %d offers, %d matches (%.0f/s), %d denials, %d timeouts, %d errors",
+			index+1, n, el.Seconds(), r.cfg.StepDuration, c.offers.Load(), c.matches.Load(),
+			rate(c.matches.Load(), el), c.denials.Load(), c.timeouts.Load(), c.errors.Load())
+	})
+	wg.Wait()
+	prog.stop()
+	elapsed := time.Since(start)
+
+	step := BrokerStep{
+		Clients: n, ElapsedSeconds: seconds(elapsed),
+		Offers: c.offers.Load(), Matches: c.matches.Load(), Denials: c.denials.Load(),
+		Timeouts: c.timeouts.Load(), Errors: c.errors.Load(), Missed: c.missed.Load(),
+		Latency: lat.percentiles(),
+	}
+	step.OffersPerSec = rate(step.Offers, elapsed)
+	step.MatchesPerSec = rate(step.Matches, elapsed)
+	if after, ok, _ := r.proc.sample(); ok && haveBefore {
+		step.BrokerRSSBytes = after.RSS
+		step.BrokerCPUPercent = cpuPercent(before, after)
+	}
+	return step
+}
+
+// pace puts rate tokens per second into tokens until ctx ends; a token that
+// finds the channel full is counted in missed.
+func pace(ctx context.Context, perSec float64, tokens chan<- struct{}, missed *atomic.Int64) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	start := time.Now()
+	var sent int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			due := int64(now.Sub(start).Seconds() * perSec)
+			for ; sent < due; sent++ {
+				select {
+				case tokens <- struct{}{}:
+				default:
+					missed.Add(1)
+				}
+			}
+		}
+	}
+}
+
+// clientLoop is simulated client i. New offers start only while stepCtx
+// lasts; the request itself runs under ctx so that it can finish.
+func (r *brokerRun) clientLoop(ctx, stepCtx context.Context, i int, tokens <-chan struct{}, c *stepCounters, lat *recorder) {
+	body := r.clientBodies[r.cfg.ClientNAT.pick(i)]
+	for {
+		if tokens != nil {
+			select {
+			case <-stepCtx.Done():
+				return
+			case <-tokens:
+			}
+		}
+		if stepCtx.Err() != nil {
+			return
+		}
+		start := time.Now()
+		resp, status, err := post(ctx, r.client, r.cfg.URL+"/client", body, messages.MaxBodySize)
+		d := time.Since(start)
+		if ctx.Err() != nil {
+			return
+		}
+		c.offers.Add(1)
+		if err != nil || status != http.StatusOK {
+			c.errors.Add(1)
+			r.errs.add(httpErrorText("client offer", status, err))
+			sleepCtx(stepCtx, 100*time.Millisecond) // do not spin on a dead broker
+			continue
+		}
+		cr, err := messages.DecodeClientPollResponse(resp)
+		switch {
+		case err != nil:
+			c.errors.Add(1)
+			r.errs.add("client response: " + err.Error())
+		case cr.Answer != "":
+			if _, err := messages.DecodeSessionDescription(cr.Answer); err != nil {
+				c.errors.Add(1)
+				r.errs.add("client answer: " + err.Error())
+				continue
+			}
+			c.matches.Add(1)
+			lat.add(d)
+		case cr.Error == messages.StrNoProxies:
+			c.denials.Add(1)
+		case cr.Error == messages.StrTimedOut:
+			c.timeouts.Add(1)
+		default:
+			c.errors.Add(1)
+			r.errs.add(fmt.Sprintf("client: broker error %q", cr.Error))
+		}
+	}
+}
+
+// runIdle holds cfg.IdlePolls polls in ascending steps and samples the
+// broker's memory at each.
+func (r *brokerRun) runIdle(ctx context.Context) IdleResult {
+	res := IdleResult{SettleSeconds: seconds(r.cfg.IdleSettle)}
+	if s, ok, _ := r.proc.sample(); ok {
+		res.BaselineRSSBytes = s.RSS
+	}
+	idleCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg                       sync.WaitGroup
+		waiting                  atomic.Int64
+		polls, matched, failures atomic.Int64
+	)
+	started := 0 // owned by this goroutine; pollers mirrors it for progress
+	var pollers atomic.Int64
+	prog := startProgress(r.cfg.Progress, r.cfg.ProgressInterval, func() string {
+		return fmt.Sprintf("broker idle: %d pollers, %d polls waiting, %d completed, %d errors",
+			pollers.Load(), waiting.Load(), polls.Load(), failures.Load())
+	})
+	for _, k := range r.cfg.IdlePolls {
+		say(r.cfg.Progress, "broker idle: ramping to %d waiting polls", k)
+		// Ramp in batches so as not to overflow the broker's listen backlog.
+		const batch = 250
+		for started < k && ctx.Err() == nil {
+			n := min(batch, k-started)
+			for j := range n {
+				i := started + j
+				wg.Go(func() { r.idlePoller(idleCtx, i, &waiting, &polls, &matched, &failures) })
+			}
+			started += n
+			pollers.Store(int64(started))
+			waitFor(ctx, 5*time.Second, func() bool { return waiting.Load() >= int64(started)*9/10 })
+		}
+		waitFor(ctx, 30*time.Second, func() bool { return waiting.Load() >= int64(k) })
+		if !sleepCtx(ctx, r.cfg.IdleSettle) {
+			break
+		}
+		var rss, w []int64
+		for range 5 {
+			if s, ok, _ := r.proc.sample(); ok {
+				rss = append(rss, s.RSS)
+			}
+			w = append(w, waiting.Load())
+			sleepCtx(ctx, sampleGap(r.cfg.IdleSettle))
+		}
+		step := IdleStep{Polls: k, Waiting: median(w)}
+		if len(rss) > 0 {
+			step.RSSBytes = median(rss)
+			if step.Waiting > 0 {
+				step.BytesPerPoll = float64(step.RSSBytes-res.BaselineRSSBytes) / float64(step.Waiting)
+				res.BytesPerPoll = step.BytesPerPoll
+			}
+		}
+		res.Steps = append(res.Steps, step)
+		say(r.cfg.Progress, "broker idle: %d polls waiting, broker RSS %s (%.0f bytes/poll)", step.Waiting, mib(step.RSSBytes), step.BytesPerPoll)
+	}
+	cancel()
+	wg.Wait()
+	prog.stop()
+	res.Polls, res.Matched, res.Errors = polls.Load(), matched.Load(), failures.Load()
+	return res
+}
+
+// idlePoller polls again as soon as each poll returns. waiting counts its
+// poll from the moment the request is written until the reply.
+func (r *brokerRun) idlePoller(ctx context.Context, i int, waiting, polls, matched, failures *atomic.Int64) {
+	nat := r.cfg.ProxyNAT.pick(i)
+	typ := r.cfg.ProxyTypes.pick(i)
+	for ctx.Err() == nil {
+		sid, body, err := r.cfg.pollBody(0, typ, nat)
+		if err != nil {
+			failures.Add(1)
+			return
+		}
+		var state atomic.Int32 // 0 sending, 1 counted as waiting, 2 done
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+			if state.CompareAndSwap(0, 1) {
+				waiting.Add(1)
+			}
+		}}
+		resp, status, err := post(httptrace.WithClientTrace(ctx, trace), r.client, r.cfg.URL+"/proxy", body, messages.MaxBodySize)
+		if state.Swap(2) == 1 {
+			waiting.Add(-1)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		polls.Add(1)
+		if err != nil || status != http.StatusOK {
+			failures.Add(1)
+			r.errs.add(httpErrorText("idle poll", status, err))
+			sleepCtx(ctx, 200*time.Millisecond)
+			continue
+		}
+		poll, err := messages.DecodeProxyPollResponse(resp)
+		switch {
+		case err != nil:
+			failures.Add(1)
+			r.errs.add("idle poll response: " + err.Error())
+			sleepCtx(ctx, time.Second)
+		case poll.Status == messages.StatusClientMatch:
+			// Someone else's client: answer so that it is not left waiting.
+			matched.Add(1)
+			r.answer(ctx, sid)
+		}
+	}
+}
+
+// waitFor polls cond every 20 ms for at most d.
+func waitFor(ctx context.Context, d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) || !sleepCtx(ctx, 20*time.Millisecond) {
+			return false
+		}
+	}
+	return true
+}
+
+func median(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

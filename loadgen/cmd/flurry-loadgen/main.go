@@ -1,0 +1,339 @@
+// Command flurry-loadgen measures a Flurry or Snowflake broker, relay or
+// demo chain over the wire protocol only. See `flurry-loadgen -h` and the
+// "Load generator" section of docs/performance.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flurrypt/flurry/loadgen"
+)
+
+const usage = `usage: flurry-loadgen <mode> [flags]
+
+modes:
+  broker   simulated proxies and clients against a broker (/proxy, /client, /answer)
+  relay    idle WebSocket carriers (memory per carrier) and KCP+smux throughput through a relay
+  chain    throughput and time to first byte through a SOCKS5 proxy (a running chain)
+  target   a TCP echo, sink or source on loopback, to be a relay's -forward target
+
+Every target must be a loopback address unless -allow-non-loopback is given.
+Every run stops by itself (durations and counts; -max-time bounds the whole run).
+Run "flurry-loadgen <mode> -h" for the flags of a mode.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// common are the flags every mode has.
+type common struct {
+	jsonPath, svgPath string
+	quiet             bool
+	allowNonLoopback  bool
+	insecure          bool
+	maxTime           time.Duration
+	progressInterval  time.Duration
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.jsonPath, "json", "", "write the machine-readable result to this file")
+	fs.StringVar(&c.svgPath, "svg", "", "write SVG plots (latency against load, memory against connections) to this file")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress lines on stderr")
+	fs.BoolVar(&c.allowNonLoopback, "allow-non-loopback", false, "allow targets that are not loopback addresses (only for a test system you run)")
+	fs.BoolVar(&c.insecure, "insecure", false, "skip TLS certificate verification (self-signed test servers)")
+	fs.DurationVar(&c.maxTime, "max-time", 30*time.Minute, "hard limit on the whole run")
+	fs.DurationVar(&c.progressInterval, "progress-interval", loadgen.DefaultProgressInterval, "time between progress lines")
+}
+
+// intList is a comma-separated list of integers.
+type intList []int
+
+func (l *intList) String() string {
+	parts := make([]string, len(*l))
+	for i, v := range *l {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *intList) Set(s string) error {
+	*l = nil
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		v, err := strconv.Atoi(part)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", part)
+		}
+		*l = append(*l, v)
+	}
+	return nil
+}
+
+// mixFlag is a loadgen.Mix flag.
+type mixFlag struct{ m loadgen.Mix }
+
+func (f *mixFlag) String() string { return f.m.String() }
+func (f *mixFlag) Set(s string) error {
+	m, err := loadgen.ParseMix(s)
+	f.m = m
+	return err
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	mode, args := args[0], args[1:]
+	fs := flag.NewFlagSet("flurry-loadgen "+mode, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs)
+	var runFn func(ctx context.Context, res *loadgen.Result, progress io.Writer) error
+	switch mode {
+	case "broker":
+		runFn = brokerFlags(fs, &c)
+	case "relay":
+		runFn = relayFlags(fs, &c, stderr)
+	case "chain":
+		runFn = chainFlags(fs, &c)
+	case "target":
+		runFn = targetFlags(fs, &c, stdout)
+	default:
+		fmt.Fprintf(stderr, "unknown mode %q\n\n%s", mode, usage)
+		return 2
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments: %v\n", fs.Args())
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.maxTime)
+	defer cancel()
+	var progress io.Writer = stderr
+	if c.quiet {
+		progress = nil
+	}
+	res := loadgen.NewResult(mode)
+	err := runFn(ctx, &res, progress)
+	if err != nil {
+		res.Error = err.Error()
+	}
+	if res.Broker != nil || res.RelayIdle != nil || res.RelayThroughput != nil || res.Chain != nil {
+		if werr := res.WriteTable(stdout); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if c.jsonPath != "" {
+		if werr := writeFile(c.jsonPath, res.WriteJSON); werr != nil {
+			fmt.Fprintf(stderr, "write %s: %v\n", c.jsonPath, werr)
+			return 1
+		}
+	}
+	if c.svgPath != "" {
+		if werr := writeFile(c.svgPath, res.WriteSVG); werr != nil {
+			fmt.Fprintf(stderr, "write %s: %v\n", c.svgPath, werr)
+			return 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "flurry-loadgen %s: %v\n", mode, err)
+		if errors.Is(err, loadgen.ErrInvalidConfig) || errors.Is(err, loadgen.ErrNotLoopback) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func brokerFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Result, io.Writer) error {
+	var (
+		cfg                           loadgen.BrokerConfig
+		clients                       = intList{loadgen.DefaultBrokerClients}
+		idle                          intList
+		proxyNAT, proxyTypes, cliNATs = mixFlag{}, mixFlag{}, mixFlag{}
+	)
+	proxyNAT.m, _ = loadgen.ParseMix(loadgen.DefaultProxyNATMix)
+	proxyTypes.m, _ = loadgen.ParseMix(loadgen.DefaultProxyTypeMix)
+	cliNATs.m, _ = loadgen.ParseMix(loadgen.DefaultClientNATMix)
+	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "broker base URL")
+	fs.IntVar(&cfg.Proxies, "proxies", loadgen.DefaultBrokerProxies, "simulated proxies polling during the client steps")
+	fs.Var(&clients, "clients", "client concurrency of each step, comma-separated (e.g. 1,10,50)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "total offers per second per step (0: back to back)")
+	fs.DurationVar(&cfg.StepDuration, "duration", loadgen.DefaultStepDuration, "duration of each client step")
+	fs.Var(&idle, "idle-polls", "idle phase first: hold this many proxy polls at once, comma-separated steps (e.g. 1000,5000); needs -pid")
+	fs.DurationVar(&cfg.IdleSettle, "idle-settle", loadgen.DefaultIdleSettle, "wait after each idle step's polls are waiting before sampling memory")
+	fs.Var(&proxyNAT, "proxy-nat", "proxy NAT mix, value=weight,...")
+	fs.Var(&proxyTypes, "proxy-types", "proxy type mix, value=weight,...")
+	fs.Var(&cliNATs, "client-nat", "client NAT mix, value=weight,...")
+	fs.StringVar(&cfg.RelayPattern, "relay-pattern", "", `AcceptedRelayPattern the proxies send: "" accepts every relay; else the broker's -allowed-relay-pattern or a superset`)
+	fs.StringVar(&cfg.Fingerprint, "fingerprint", "", "bridge fingerprint the clients ask for (default Snowflake's default bridge)")
+	fs.IntVar(&cfg.PID, "pid", 0, "the broker's process ID, for RSS and CPU (Linux /proc)")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", loadgen.DefaultRequestTimeout, "bound on every HTTP request")
+	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+		cfg.Clients, cfg.IdlePolls = clients, idle
+		cfg.ProxyNAT, cfg.ProxyTypes, cfg.ClientNAT = proxyNAT.m, proxyTypes.m, cliNATs.m
+		cfg.Insecure, cfg.AllowNonLoopback = c.insecure, c.allowNonLoopback
+		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
+		b, err := loadgen.RunBroker(ctx, cfg)
+		if b.URL != "" {
+			res.Broker = &b
+		}
+		return err
+	}
+}
+
+func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Context, *loadgen.Result, io.Writer) error {
+	var (
+		idle         loadgen.RelayIdleConfig
+		tp           loadgen.RelayThroughputConfig
+		carriers     = intList{loadgen.DefaultIdleCarriers}
+		url          string
+		pid          int
+		serveTarget  string
+		skipIdle     bool
+		handshakeMax time.Duration
+	)
+	fs.StringVar(&url, "url", "ws://127.0.0.1:8000/", "relay WebSocket URL (ws:// or wss://)")
+	fs.IntVar(&pid, "pid", 0, "the relay's process ID, for memory and CPU (Linux /proc)")
+	fs.Var(&carriers, "carriers", "idle carriers to hold, comma-separated ascending steps (e.g. 1000,5000,10000)")
+	fs.BoolVar(&skipIdle, "no-idle", false, "skip the idle-carrier phase")
+	fs.DurationVar(&idle.Settle, "settle", loadgen.DefaultCarrierSettle, "wait after each idle step before sampling memory")
+	fs.DurationVar(&idle.KeepAlive, "keepalive", 0, "send a padding chunk on idle carriers this often (0: truly idle; the relay may close them after its idle timeout)")
+	fs.IntVar(&idle.DialConcurrency, "dial-concurrency", loadgen.DefaultDialConcurrency, "concurrent WebSocket handshakes")
+	fs.IntVar(&tp.Carriers, "throughput-carriers", loadgen.DefaultThroughputCarriers, "carriers (KCP+smux sessions) for the throughput run; 0 skips it")
+	fs.IntVar(&tp.Streams, "streams", 1, "smux streams per throughput carrier")
+	fs.DurationVar(&tp.Duration, "duration", loadgen.DefaultThroughputDuration, "measured duration of the throughput run")
+	fs.StringVar(&tp.Mode, "mode", loadgen.ModeEcho, "throughput mode: echo (relay's target echoes) or download (target is a source)")
+	fs.StringVar(&serveTarget, "serve-target", "", "start an echo (or, with -mode download, source) target on this loopback address for the relay's -forward")
+	fs.DurationVar(&handshakeMax, "handshake-timeout", loadgen.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
+	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+		if serveTarget != "" {
+			mode := loadgen.TargetEcho
+			if tp.Mode == loadgen.ModeDownload {
+				mode = loadgen.TargetSource
+			}
+			t, err := loadgen.StartTarget(loadgen.TargetConfig{Addr: serveTarget, Mode: mode, AllowNonLoopback: c.allowNonLoopback})
+			if err != nil {
+				return err
+			}
+			defer func() {
+				t.Close()
+				s := t.Stats()
+				fmt.Fprintf(stderr, "target: %d connections, %d bytes in, %d bytes out\n", s.Conns, s.BytesIn, s.BytesOut)
+			}()
+			fmt.Fprintf(stderr, "%s target listening on %s: the relay must forward there (flurry-relay -forward %s)\n", mode, t.Addr(), t.Addr())
+		}
+		if !skipIdle && len(carriers) > 0 {
+			idle.URL, idle.PID, idle.Carriers, idle.HandshakeTimeout = url, pid, carriers, handshakeMax
+			idle.Insecure, idle.AllowNonLoopback = c.insecure, c.allowNonLoopback
+			idle.Progress, idle.ProgressInterval = progress, c.progressInterval
+			r, err := loadgen.RunRelayIdle(ctx, idle)
+			if r.URL != "" {
+				res.RelayIdle = &r
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if tp.Carriers > 0 {
+			tp.URL, tp.PID, tp.HandshakeTimeout = url, pid, handshakeMax
+			tp.Insecure, tp.AllowNonLoopback = c.insecure, c.allowNonLoopback
+			tp.Progress, tp.ProgressInterval = progress, c.progressInterval
+			r, err := loadgen.RunRelayThroughput(ctx, tp)
+			if r.URL != "" {
+				res.RelayThroughput = &r
+			}
+			return err
+		}
+		return nil
+	}
+}
+
+func chainFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Result, io.Writer) error {
+	var cfg loadgen.ChainConfig
+	fs.StringVar(&cfg.SOCKSAddr, "socks", "127.0.0.1:1080", "SOCKS5 proxy address (the chain's client)")
+	fs.StringVar(&cfg.SOCKSUsername, "socks-user", "", "SOCKS5 username (RFC 1929; tor passes bridge arguments this way)")
+	fs.StringVar(&cfg.SOCKSPassword, "socks-pass", "", "SOCKS5 password")
+	fs.StringVar(&cfg.Mode, "mode", "", "get (HTTP GET of -url), read (read -bytes from a source -target) or echo (write and read back -bytes); default get with -url, else read")
+	fs.StringVar(&cfg.URL, "url", "", "http:// URL to GET through the proxy")
+	fs.StringVar(&cfg.Target, "target", "127.0.0.1:9000", "host:port the proxy connects to in read and echo modes")
+	fs.Int64Var(&cfg.Bytes, "bytes", 0, "bytes per request (read, echo: default 10 MiB; get: at most this much of each body, 0 = all)")
+	fs.IntVar(&cfg.Requests, "requests", loadgen.DefaultChainRequests, "total requests")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 1, "requests at once")
+	fs.DurationVar(&cfg.RequestTimeout, "timeout", loadgen.DefaultChainRequestTimeout, "bound on each request")
+	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+		cfg.AllowNonLoopback = c.allowNonLoopback
+		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
+		r, err := loadgen.RunChain(ctx, cfg)
+		if r.SOCKS != "" {
+			res.Chain = &r
+		}
+		return err
+	}
+}
+
+func targetFlags(fs *flag.FlagSet, c *common, stdout io.Writer) func(context.Context, *loadgen.Result, io.Writer) error {
+	var (
+		cfg      loadgen.TargetConfig
+		duration time.Duration
+	)
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:9000", "listen address")
+	fs.StringVar(&cfg.Mode, "mode", loadgen.TargetEcho, "echo, sink or source")
+	fs.DurationVar(&duration, "duration", 10*time.Minute, "serve this long, then exit")
+	return func(ctx context.Context, _ *loadgen.Result, _ io.Writer) error {
+		cfg.AllowNonLoopback = c.allowNonLoopback
+		t, err := loadgen.StartTarget(cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s target listening on %s for %v (give the relay -forward %s)\n", cfg.Mode, t.Addr(), duration, t.Addr())
+		timer := time.NewTimer(duration)
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+		timer.Stop()
+		t.Close()
+		s := t.Stats()
+		fmt.Fprintf(stdout, "target: %d connections, %d bytes in, %d bytes out\n", s.Conns, s.BytesIn, s.BytesOut)
+		return nil
+	}
+}

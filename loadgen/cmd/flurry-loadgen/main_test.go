@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/loadgen"
+)
+
+func TestUsage(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "usage: flurry-loadgen"},
+		{[]string{"-h"}, 0, "modes:"},
+		{[]string{"fly"}, 2, `unknown mode "fly"`},
+		{[]string{"broker", "-h"}, 0, "-idle-polls"},
+		{[]string{"broker", "-clients", "x"}, 2, "not an integer"},
+		{[]string{"broker", "-url", "http://192.0.2.1:8080"}, 2, "not a loopback address"},
+		{[]string{"relay", "-url", "ws://example.com/"}, 2, "not a loopback address"},
+		{[]string{"chain", "-socks", "192.0.2.1:1080"}, 2, "not a loopback address"},
+		{[]string{"target", "-addr", "0.0.0.0:9000"}, 2, "not a loopback address"},
+		{[]string{"broker", "extra"}, 2, "unexpected arguments"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(ctx, tc.args, &stdout, &stderr); code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stdout.String()+stderr.String(), tc.want) {
+				t.Fatalf("output lacks %q\nstdout: %s\nstderr: %s", tc.want, stdout.String(), stderr.String())
+			}
+		})
+	}
+}
+
+func TestBrokerRun(t *testing.T) {
+	b, err := broker.New(broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b.Handler())
+	defer srv.Close()
+	defer b.Shutdown()
+	dir := t.TempDir()
+	jsonPath, svgPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.svg")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"broker", "-url", srv.URL, "-proxies", "4", "-clients", "1,2",
+		"-duration", "200ms", "-json", jsonPath, "-svg", svgPath, "-quiet"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "matches/s") {
+		t.Errorf("no table on stdout:\n%s", stdout.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("-quiet but stderr has:\n%s", stderr.String())
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res loadgen.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	if res.Mode != "broker" || res.Broker == nil || len(res.Broker.Steps) != 2 || res.Broker.Steps[1].Matches == 0 {
+		t.Fatalf("result %s", raw)
+	}
+	if svg, err := os.ReadFile(svgPath); err != nil || !bytes.Contains(svg, []byte("<polyline")) {
+		t.Fatalf("SVG: %v\n%s", err, svg)
+	}
+}
+
+func TestTargetRun(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"target", "-addr", "127.0.0.1:0", "-duration", "1ms", "-mode", "sink"}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "sink target listening on 127.0.0.1:") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+}

@@ -1,0 +1,119 @@
+package loadgen
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100
+// on every Linux architecture Go supports.
+const clockTicks = 100
+
+// ProcSample is one reading of a process's memory and CPU time.
+type ProcSample struct {
+	At  time.Time
+	RSS int64         // resident set size, bytes (VmRSS)
+	HWM int64         // peak resident set size, bytes (VmHWM)
+	CPU time.Duration // user + system CPU time consumed so far
+}
+
+// ReadProc reads /proc/PID/status and /proc/PID/stat (Linux only).
+func ReadProc(pid int) (ProcSample, error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	status, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return ProcSample{}, fmt.Errorf("%w: %w", ErrProcStats, err)
+	}
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return ProcSample{}, fmt.Errorf("%w: %w", ErrProcStats, err)
+	}
+	s := ProcSample{At: time.Now()}
+	if s.RSS, s.HWM, err = parseStatus(status); err != nil {
+		return ProcSample{}, err
+	}
+	if s.CPU, err = parseStat(stat); err != nil {
+		return ProcSample{}, err
+	}
+	return s, nil
+}
+
+// parseStatus returns VmRSS and VmHWM in bytes from /proc/PID/status.
+func parseStatus(b []byte) (rss, hwm int64, err error) {
+	found := 0
+	for line := range bytes.Lines(b) {
+		key, rest, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch string(key) {
+		case "VmRSS":
+			dst = &rss
+		case "VmHWM":
+			dst = &hwm
+		default:
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) != 2 || string(f[1]) != "kB" {
+			return 0, 0, fmt.Errorf("%w: status line %q", ErrProcStats, bytes.TrimSpace(line))
+		}
+		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: status line %q", ErrProcStats, bytes.TrimSpace(line))
+		}
+		*dst = kb * 1024
+		found++
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("%w: no VmRSS/VmHWM in status", ErrProcStats)
+	}
+	return rss, hwm, nil
+}
+
+// parseStat returns utime+stime from /proc/PID/stat. The command name in
+// field 2 is in parentheses and may itself contain spaces and parentheses,
+// so fields are counted from the last ')'.
+func parseStat(b []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%w: stat has no command field", ErrProcStats)
+	}
+	f := bytes.Fields(b[i+1:])
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%w: stat too short", ErrProcStats)
+	}
+	utime, err1 := strconv.ParseInt(string(f[11]), 10, 64)
+	stime, err2 := strconv.ParseInt(string(f[12]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("%w: stat utime/stime not numbers", ErrProcStats)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// cpuPercent is the CPU used between two samples as a percentage of one
+// core (200 means two cores fully busy).
+func cpuPercent(a, b ProcSample) float64 {
+	wall := b.At.Sub(a.At)
+	if wall <= 0 {
+		return 0
+	}
+	return 100 * float64(b.CPU-a.CPU) / float64(wall)
+}
+
+// procWatcher samples a process if pid > 0; with pid 0 every method is a
+// no-op returning zero samples.
+type procWatcher struct{ pid int }
+
+func (w procWatcher) sample() (ProcSample, bool, error) {
+	if w.pid <= 0 {
+		return ProcSample{}, false, nil
+	}
+	s, err := ReadProc(w.pid)
+	return s, err == nil, err
+}

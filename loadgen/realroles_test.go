@@ -1,0 +1,68 @@
+package loadgen
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/relay"
+)
+
+// These tests drive Flurry's own broker and relay in-process. Only tests
+// import role packages; the load generator itself speaks the wire protocol.
+
+func TestRealBroker(t *testing.T) {
+	b, err := broker.New(broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b.Handler())
+	defer srv.Close()
+	defer b.Shutdown()
+
+	res, err := RunBroker(testCtx(t), BrokerConfig{
+		URL: srv.URL, Proxies: 16, Clients: []int{1, 4}, StepDuration: 400 * time.Millisecond,
+		IdlePolls: []int{25}, IdleSettle: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("RunBroker: %v (%+v)", err, res)
+	}
+	if res.Idle.Steps[0].Waiting != 25 || res.Idle.Errors != 0 || res.Idle.Matched != 0 {
+		t.Errorf("idle %+v", res.Idle)
+	}
+	for _, s := range res.Steps {
+		if s.Matches == 0 || s.Errors != 0 || s.Offers != s.Matches+s.Denials+s.Timeouts+s.Errors {
+			t.Errorf("step %+v (errors %v)", s, res.ErrorSamples)
+		}
+	}
+	if res.Proxy.Errors != 0 || res.Proxy.AnswerErrors != 0 || res.Proxy.RelayPatternRejected != 0 {
+		t.Errorf("proxy counts %+v (errors %v)", res.Proxy, res.ErrorSamples)
+	}
+}
+
+func TestRealRelay(t *testing.T) {
+	target, err := StartTarget(TargetConfig{Mode: TargetEcho})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	r, err := relay.New(relay.Config{ForwardAddr: target.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	defer r.Close()
+	url := "ws" + srv.URL[len("http"):] + "/"
+	ctx := testCtx(t)
+
+	idle, err := RunRelayIdle(ctx, RelayIdleConfig{URL: url, Carriers: []int{20}, Settle: 20 * time.Millisecond})
+	if err != nil || idle.Steps[0].Open != 20 || idle.ClosedByRelay != 0 {
+		t.Fatalf("RunRelayIdle: %v, %+v", err, idle)
+	}
+	tp, err := RunRelayThroughput(ctx, RelayThroughputConfig{URL: url, Carriers: 2, Streams: 2, Duration: time.Second})
+	if err != nil || tp.StreamsConnected != 4 || tp.BytesReceived <= 0 || tp.StreamErrors != 0 {
+		t.Fatalf("RunRelayThroughput: %v, %+v", err, tp)
+	}
+}

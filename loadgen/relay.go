@@ -1,0 +1,600 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/xtaci/kcp-go/v5"
+	"github.com/xtaci/smux"
+
+	"github.com/flurrypt/flurry/common/turbotunnel"
+)
+
+// Defaults of the relay runs.
+const (
+	DefaultIdleCarriers       = 1000
+	DefaultCarrierSettle      = 3 * time.Second
+	DefaultDialConcurrency    = 64
+	DefaultHandshakeTimeout   = 10 * time.Second
+	DefaultThroughputCarriers = 4
+	DefaultThroughputDuration = 10 * time.Second
+	DefaultChunkSize          = 16 << 10
+)
+
+// Snowflake's client turbotunnel parameters (reference section 4.5).
+const (
+	kcpMTU               = 1400
+	kcpWindow            = 65535
+	smuxKeepAliveTimeout = 10 * time.Minute
+	smuxMaxStreamBuffer  = 1 << 20
+)
+
+// Throughput modes: what the relay's forward target does with a stream.
+const (
+	// ModeEcho writes data and reads it back: the target echoes. The
+	// figure is the bytes that made the whole round trip.
+	ModeEcho = "echo"
+	// ModeDownload only reads: the target is a source that writes as fast
+	// as it can.
+	ModeDownload = "download"
+)
+
+// RelayIdleConfig configures RunRelayIdle. The zero value (with URL set)
+// opens 1000 carriers.
+type RelayIdleConfig struct {
+	// URL is the relay's WebSocket URL, ws:// or wss://. Required.
+	URL string
+	// Carriers lists how many carriers to hold at each step (ascending;
+	// carriers stay open from one step to the next). Default
+	// {DefaultIdleCarriers}.
+	Carriers []int
+	// Settle is how long each step waits after its last carrier opened
+	// before sampling memory. Default DefaultCarrierSettle. Keep the whole
+	// run shorter than the relay's carrier idle timeout (Flurry: 2 min),
+	// or set KeepAlive.
+	Settle time.Duration
+	// KeepAlive, if positive, sends a 1-byte padding chunk on every carrier
+	// this often, so that a relay's idle timeout does not close them.
+	KeepAlive time.Duration
+	// DialConcurrency bounds concurrent WebSocket handshakes. Default
+	// DefaultDialConcurrency.
+	DialConcurrency int
+	// HandshakeTimeout bounds each WebSocket handshake. Default
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// PID, if positive, is the relay's process ID, for memory figures.
+	PID int
+	// Insecure skips TLS verification (self-signed test relays).
+	Insecure bool
+	// AllowNonLoopback allows a relay that is not on a loopback address.
+	AllowNonLoopback bool
+	// Progress and ProgressInterval: see BrokerConfig.
+	Progress         io.Writer
+	ProgressInterval time.Duration
+}
+
+// RelayIdleResult is the relay's memory per idle carrier.
+type RelayIdleResult struct {
+	URL              string        `json:"url"`
+	RelayPID         int           `json:"relay_pid,omitempty"`
+	BaselineRSSBytes int64         `json:"baseline_rss_bytes,omitempty"`
+	SettleSeconds    float64       `json:"settle_seconds"`
+	Steps            []CarrierStep `json:"steps"`
+	// BytesPerCarrier is the last step's figure.
+	BytesPerCarrier float64  `json:"bytes_per_carrier,omitempty"`
+	DialErrors      int64    `json:"dial_errors"`
+	ClosedByRelay   int64    `json:"closed_by_relay"`
+	ErrorSamples    []string `json:"error_samples,omitempty"`
+}
+
+// CarrierStep is the relay's memory while Open carriers were idle.
+type CarrierStep struct {
+	Carriers        int     `json:"carriers"` // asked for
+	Open            int64   `json:"open"`     // open when sampled
+	RSSBytes        int64   `json:"rss_bytes,omitempty"`
+	BytesPerCarrier float64 `json:"bytes_per_carrier,omitempty"` // (RSSBytes - baseline) / Open
+	DialSeconds     float64 `json:"dial_seconds"`                // time to open this step's carriers
+}
+
+func (cfg RelayIdleConfig) withDefaults() (RelayIdleConfig, *url.URL, error) {
+	cfg.Carriers = slices.Clone(cfg.Carriers)
+	if len(cfg.Carriers) == 0 {
+		cfg.Carriers = []int{DefaultIdleCarriers}
+	}
+	slices.Sort(cfg.Carriers)
+	if cfg.Settle == 0 {
+		cfg.Settle = DefaultCarrierSettle
+	}
+	if cfg.DialConcurrency == 0 {
+		cfg.DialConcurrency = DefaultDialConcurrency
+	}
+	if cfg.HandshakeTimeout == 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	cfg.Progress = lockWriter(cfg.Progress)
+	u, err := parseURL(cfg.URL, cfg.AllowNonLoopback, "ws", "wss")
+	if err != nil {
+		return cfg, nil, err
+	}
+	switch {
+	case len(cfg.Carriers) > maxSteps:
+		return cfg, nil, fmt.Errorf("%w: at most %d steps", ErrInvalidConfig, maxSteps)
+	case cfg.Carriers[0] <= 0 || cfg.Carriers[len(cfg.Carriers)-1] > maxPeers:
+		return cfg, nil, fmt.Errorf("%w: carriers out of range 1..%d", ErrInvalidConfig, maxPeers)
+	case cfg.Settle < 0 || cfg.KeepAlive < 0 || cfg.HandshakeTimeout < 0:
+		return cfg, nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	case cfg.DialConcurrency < 1 || cfg.DialConcurrency > 10_000:
+		return cfg, nil, fmt.Errorf("%w: dial concurrency out of range 1..10000", ErrInvalidConfig)
+	}
+	return cfg, u, nil
+}
+
+// RunRelayIdle opens idle carriers in steps and reports the relay's memory
+// per carrier (given its PID). It closes every carrier before returning.
+func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, error) {
+	cfg, u, err := cfg.withDefaults()
+	if err != nil {
+		return RelayIdleResult{}, err
+	}
+	if _, err := raiseFileLimit(uint64(slices.Max(cfg.Carriers)) + 256); err != nil {
+		return RelayIdleResult{}, err
+	}
+	proc := procWatcher{pid: cfg.PID}
+	res := RelayIdleResult{URL: u.String(), RelayPID: cfg.PID, SettleSeconds: seconds(cfg.Settle)}
+	base, ok, err := proc.sample()
+	if err != nil {
+		return res, err
+	}
+	if ok {
+		res.BaselineRSSBytes = base.RSS
+	}
+
+	var (
+		errs                           errorSamples
+		mu                             sync.Mutex
+		conns                          []*carrierConn // guarded by mu
+		open, dialErrors, closedByPeer atomic.Int64
+		closing                        atomic.Bool
+		readers                        sync.WaitGroup
+	)
+	d := newWSDialer(cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
+	dialOne := func() {
+		id := turbotunnel.NewClientID()
+		ws, err := dialCarrier(ctx, d, u, id)
+		if err != nil {
+			if ctx.Err() == nil {
+				dialErrors.Add(1)
+				errs.add("carrier: " + err.Error())
+			}
+			return
+		}
+		c := newCarrierConn(ws, id)
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+		open.Add(1)
+		readers.Go(func() {
+			// Nothing should arrive on an idle carrier; drain whatever does
+			// and notice when the relay closes it.
+			for {
+				_, r, err := ws.NextReader()
+				if err != nil {
+					open.Add(-1)
+					if !closing.Load() {
+						closedByPeer.Add(1)
+						errs.add("carrier closed: " + err.Error())
+					}
+					return
+				}
+				_, _ = io.Copy(io.Discard, r)
+			}
+		})
+	}
+
+	keepCtx, stopKeep := context.WithCancel(ctx)
+	var keeper sync.WaitGroup
+	if cfg.KeepAlive > 0 {
+		keeper.Go(func() {
+			t := time.NewTicker(cfg.KeepAlive)
+			defer t.Stop()
+			for {
+				select {
+				case <-keepCtx.Done():
+					return
+				case <-t.C:
+				}
+				mu.Lock()
+				list := slices.Clone(conns)
+				mu.Unlock()
+				for _, c := range list {
+					_ = c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+					_ = c.writePadding(1)
+				}
+			}
+		})
+	}
+
+	prog := startProgress(cfg.Progress, cfg.ProgressInterval, func() string {
+		return fmt.Sprintf("relay idle: %d carriers open, %d dial errors, %d closed by relay",
+			open.Load(), dialErrors.Load(), closedByPeer.Load())
+	})
+	attempted := 0
+	for _, k := range cfg.Carriers {
+		say(cfg.Progress, "relay idle: opening carriers up to %d", k)
+		start := time.Now()
+		sem := make(chan struct{}, cfg.DialConcurrency)
+		var dials sync.WaitGroup
+		for ; attempted < k && ctx.Err() == nil; attempted++ {
+			sem <- struct{}{}
+			dials.Go(func() {
+				defer func() { <-sem }()
+				dialOne()
+			})
+		}
+		dials.Wait()
+		step := CarrierStep{Carriers: k, DialSeconds: seconds(time.Since(start))}
+		if !sleepCtx(ctx, cfg.Settle) {
+			break
+		}
+		var rss, n []int64
+		for range 5 {
+			if s, ok, _ := proc.sample(); ok {
+				rss = append(rss, s.RSS)
+			}
+			n = append(n, open.Load())
+			sleepCtx(ctx, sampleGap(cfg.Settle))
+		}
+		step.Open = median(n)
+		if len(rss) > 0 {
+			step.RSSBytes = median(rss)
+			if step.Open > 0 {
+				step.BytesPerCarrier = float64(step.RSSBytes-res.BaselineRSSBytes) / float64(step.Open)
+				res.BytesPerCarrier = step.BytesPerCarrier
+			}
+		}
+		res.Steps = append(res.Steps, step)
+		say(cfg.Progress, "relay idle: %d carriers open, relay RSS %s (%.0f bytes/carrier)", step.Open, mib(step.RSSBytes), step.BytesPerCarrier)
+	}
+	prog.stop()
+	stopKeep()
+	keeper.Wait()
+	closing.Store(true)
+	mu.Lock()
+	for _, c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	readers.Wait()
+	res.DialErrors, res.ClosedByRelay = dialErrors.Load(), closedByPeer.Load()
+	res.ErrorSamples = errs.get()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if len(res.Steps) > 0 && res.Steps[len(res.Steps)-1].Open == 0 {
+		return res, fmt.Errorf("%w: no carrier stayed open (%v)", ErrNoProgress, res.ErrorSamples)
+	}
+	return res, nil
+}
+
+// RelayThroughputConfig configures RunRelayThroughput. The zero value (with
+// URL set) runs 4 carriers with one echo stream each for 10 s.
+type RelayThroughputConfig struct {
+	// URL is the relay's WebSocket URL, ws:// or wss://. Required.
+	URL string
+	// Carriers is the number of carriers, each its own KCP+smux session
+	// (its own ClientID). Default DefaultThroughputCarriers.
+	Carriers int
+	// Streams is the number of smux streams per carrier. Default 1.
+	Streams int
+	// Duration is the measured time, after every stream has opened.
+	// Default DefaultThroughputDuration.
+	Duration time.Duration
+	// Mode is ModeEcho (default: the relay's target echoes) or
+	// ModeDownload (the target writes a stream).
+	Mode string
+	// ChunkSize is the size of each write. Default DefaultChunkSize.
+	ChunkSize int
+	// HandshakeTimeout bounds each WebSocket handshake and stream open.
+	// Default DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// PID, if positive, is the relay's process ID, for RSS and CPU.
+	PID int
+	// Insecure skips TLS verification (self-signed test relays).
+	Insecure bool
+	// AllowNonLoopback allows a relay that is not on a loopback address.
+	AllowNonLoopback bool
+	// Progress and ProgressInterval: see BrokerConfig.
+	Progress         io.Writer
+	ProgressInterval time.Duration
+}
+
+// ThroughputResult is a throughput run through a relay.
+type ThroughputResult struct {
+	URL            string  `json:"url"`
+	Mode           string  `json:"mode"`
+	Carriers       int     `json:"carriers"`
+	Streams        int     `json:"streams_per_carrier"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	// BytesSent and BytesReceived are counted over the measured window.
+	BytesSent     int64 `json:"bytes_sent"`
+	BytesReceived int64 `json:"bytes_received"`
+	// MBPerSec is BytesReceived per second, in MB (10^6 bytes): for echo,
+	// data that made the whole round trip.
+	MBPerSec float64 `json:"mb_per_sec"`
+	// TTFB is the time from opening a stream to its first byte back.
+	TTFB             Percentiles `json:"ttfb"`
+	StreamErrors     int64       `json:"stream_errors"`
+	RelayRSSBytes    int64       `json:"relay_rss_bytes,omitempty"`
+	RelayCPUPercent  float64     `json:"relay_cpu_percent,omitempty"`
+	ErrorSamples     []string    `json:"error_samples,omitempty"`
+	StreamsConnected int         `json:"streams_connected"`
+}
+
+func (cfg RelayThroughputConfig) withDefaults() (RelayThroughputConfig, *url.URL, error) {
+	if cfg.Carriers == 0 {
+		cfg.Carriers = DefaultThroughputCarriers
+	}
+	if cfg.Streams == 0 {
+		cfg.Streams = 1
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = DefaultThroughputDuration
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = ModeEcho
+	}
+	if cfg.ChunkSize == 0 {
+		cfg.ChunkSize = DefaultChunkSize
+	}
+	if cfg.HandshakeTimeout == 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	cfg.Progress = lockWriter(cfg.Progress)
+	u, err := parseURL(cfg.URL, cfg.AllowNonLoopback, "ws", "wss")
+	if err != nil {
+		return cfg, nil, err
+	}
+	switch {
+	case cfg.Carriers < 0 || cfg.Carriers > 10_000:
+		return cfg, nil, fmt.Errorf("%w: carriers out of range 1..10000", ErrInvalidConfig)
+	case cfg.Streams < 0 || cfg.Streams > 1000:
+		return cfg, nil, fmt.Errorf("%w: streams out of range 1..1000", ErrInvalidConfig)
+	case cfg.Duration < 0 || cfg.HandshakeTimeout < 0:
+		return cfg, nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	case cfg.Mode != ModeEcho && cfg.Mode != ModeDownload:
+		return cfg, nil, fmt.Errorf("%w: mode %q (want %s or %s)", ErrInvalidConfig, cfg.Mode, ModeEcho, ModeDownload)
+	case cfg.ChunkSize < 1 || cfg.ChunkSize > 1<<20:
+		return cfg, nil, fmt.Errorf("%w: chunk size out of range 1..1048576", ErrInvalidConfig)
+	}
+	return cfg, u, nil
+}
+
+// smuxConfig is Snowflake's client smux configuration.
+func smuxConfig() *smux.Config {
+	c := smux.DefaultConfig()
+	c.Version = 2
+	c.KeepAliveTimeout = smuxKeepAliveTimeout
+	c.MaxStreamBuffer = smuxMaxStreamBuffer
+	return c
+}
+
+// tuneKCP applies Snowflake's client KCP parameters.
+func tuneKCP(s *kcp.UDPSession) {
+	s.SetStreamMode(true)
+	s.SetWindowSize(kcpWindow, kcpWindow)
+	s.SetNoDelay(0, 0, 0, 1)
+	s.SetMtu(kcpMTU)
+}
+
+// tunnel is one carrier with its KCP and smux sessions.
+type tunnel struct {
+	pc  *carrierConn
+	kcp *kcp.UDPSession
+	mux *smux.Session
+}
+
+// openTunnel dials a carrier and starts KCP and smux over it.
+func openTunnel(ctx context.Context, d *websocket.Dialer, u *url.URL) (*tunnel, error) {
+	id := turbotunnel.NewClientID()
+	ws, err := dialCarrier(ctx, d, u, id)
+	if err != nil {
+		return nil, err
+	}
+	pc := newCarrierConn(ws, id)
+	sess, err := kcp.NewConn2(id, nil, 0, 0, pc)
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	tuneKCP(sess)
+	mux, err := smux.Client(sess, smuxConfig())
+	if err != nil {
+		sess.Close()
+		pc.Close()
+		return nil, err
+	}
+	return &tunnel{pc: pc, kcp: sess, mux: mux}, nil
+}
+
+func (t *tunnel) close() {
+	t.mux.Close()
+	t.kcp.Close()
+	t.pc.Close()
+}
+
+// byteCounters are shared by every stream of a run.
+type byteCounters struct {
+	sent, received atomic.Int64
+}
+
+// RunRelayThroughput opens cfg.Carriers carriers through the relay, runs
+// cfg.Streams streams on each for cfg.Duration, and reports the aggregate
+// rate. The relay must forward to an echo target (ModeEcho) or a source
+// (ModeDownload); StartTarget serves both.
+func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (ThroughputResult, error) {
+	cfg, u, err := cfg.withDefaults()
+	if err != nil {
+		return ThroughputResult{}, err
+	}
+	if _, err := raiseFileLimit(uint64(cfg.Carriers) + 256); err != nil {
+		return ThroughputResult{}, err
+	}
+	res := ThroughputResult{URL: u.String(), Mode: cfg.Mode, Carriers: cfg.Carriers, Streams: cfg.Streams}
+	proc := procWatcher{pid: cfg.PID}
+	if _, _, err := proc.sample(); err != nil {
+		return res, err
+	}
+	var errs errorSamples
+	d := newWSDialer(cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
+
+	// Open every carrier and stream first, so that the measured window is
+	// all data.
+	setupCtx, cancelSetup := context.WithTimeout(ctx, cfg.HandshakeTimeout+5*time.Second)
+	defer cancelSetup()
+	var (
+		mu      sync.Mutex
+		tunnels []*tunnel      // guarded by mu
+		streams []*smux.Stream // guarded by mu
+		opened  []time.Time    // guarded by mu; parallel to streams
+		setup   sync.WaitGroup // setup goroutines
+		failed  atomic.Int64   // stream errors
+	)
+	for range cfg.Carriers {
+		setup.Go(func() {
+			t, err := openTunnel(setupCtx, d, u)
+			if err != nil {
+				failed.Add(int64(cfg.Streams))
+				errs.add("carrier: " + err.Error())
+				return
+			}
+			mu.Lock()
+			tunnels = append(tunnels, t)
+			mu.Unlock()
+			for range cfg.Streams {
+				st, err := t.mux.OpenStream()
+				if err != nil {
+					failed.Add(1)
+					errs.add("open stream: " + err.Error())
+					continue
+				}
+				mu.Lock()
+				streams = append(streams, st)
+				opened = append(opened, time.Now())
+				mu.Unlock()
+			}
+		})
+	}
+	setup.Wait()
+	closeAll := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, st := range streams {
+			st.Close()
+		}
+		for _, t := range tunnels {
+			t.close()
+		}
+	}
+	res.StreamsConnected = len(streams)
+	if len(streams) == 0 {
+		closeAll()
+		res.StreamErrors = failed.Load()
+		res.ErrorSamples = errs.get()
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		return res, fmt.Errorf("%w: no stream opened (%v)", ErrNoProgress, res.ErrorSamples)
+	}
+
+	var (
+		counts  byteCounters
+		ttfb    = newRecorder()
+		workers sync.WaitGroup
+		stop    atomic.Bool
+	)
+	chunk := make([]byte, cfg.ChunkSize)
+	for i := range chunk {
+		chunk[i] = byte(i)
+	}
+	for i, st := range streams {
+		start := opened[i]
+		workers.Go(func() {
+			buf := make([]byte, 32<<10)
+			first := true
+			for {
+				n, err := st.Read(buf)
+				if n > 0 {
+					counts.received.Add(int64(n))
+					if first {
+						ttfb.add(time.Since(start))
+						first = false
+					}
+				}
+				if err != nil {
+					if !stop.Load() {
+						failed.Add(1)
+						errs.add("stream read: " + err.Error())
+					}
+					return
+				}
+			}
+		})
+		if cfg.Mode == ModeEcho {
+			workers.Go(func() {
+				for !stop.Load() {
+					n, err := st.Write(chunk)
+					counts.sent.Add(int64(n))
+					if err != nil {
+						if !stop.Load() {
+							failed.Add(1)
+							errs.add("stream write: " + err.Error())
+						}
+						return
+					}
+				}
+			})
+		}
+	}
+
+	before, haveBefore, _ := proc.sample()
+	start := time.Now()
+	sent0, recv0 := counts.sent.Load(), counts.received.Load()
+	prog := startProgress(cfg.Progress, cfg.ProgressInterval, func() string {
+		el := time.Since(start)
+		return fmt.Sprintf("relay throughput: %.0fs/%v, %d streams, %.2f MB/s received, %d errors",
+			el.Seconds(), cfg.Duration, len(streams), float64(counts.received.Load()-recv0)/1e6/el.Seconds(), failed.Load())
+	})
+	sleepCtx(ctx, cfg.Duration)
+	elapsed := time.Since(start)
+	sent1, recv1 := counts.sent.Load(), counts.received.Load()
+	after, haveAfter, _ := proc.sample()
+	prog.stop()
+	stop.Store(true)
+	closeAll()
+	workers.Wait()
+
+	res.ElapsedSeconds = seconds(elapsed)
+	res.BytesSent, res.BytesReceived = sent1-sent0, recv1-recv0
+	res.MBPerSec = float64(int64(float64(res.BytesReceived)/1e6/elapsed.Seconds()*1000)) / 1000
+	res.TTFB = ttfb.percentiles()
+	res.StreamErrors = failed.Load()
+	res.ErrorSamples = errs.get()
+	if haveBefore && haveAfter {
+		res.RelayRSSBytes = after.RSS
+		res.RelayCPUPercent = cpuPercent(before, after)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if res.BytesReceived == 0 {
+		return res, fmt.Errorf("%w: no byte came back (%v)", ErrNoProgress, res.ErrorSamples)
+	}
+	return res, nil
+}

@@ -1,0 +1,169 @@
+package loadgen
+
+import (
+	"bufio"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// plot is one chart: lines through points, both axes starting at zero.
+type plot struct {
+	title, xLabel, yLabel string
+	series                []series
+}
+
+type series struct {
+	name   string
+	points [][2]float64
+}
+
+var seriesColors = [...]string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"}
+
+// Plot geometry, in SVG user units.
+const (
+	plotW, plotH                       = 720, 380
+	marginL, marginR, marginT, marginB = 80, 150, 40, 50
+	innerW, innerH                     = plotW - marginL - marginR, plotH - marginT - marginB
+	svgFont                            = "font-family=\"sans-serif\" font-size=\"12\""
+)
+
+// plots returns the charts r has data for.
+func (r Result) plots() []plot {
+	var out []plot
+	if b := r.Broker; b != nil && len(b.Steps) > 0 {
+		var p50, p90, p99, rate series
+		p50.name, p90.name, p99.name, rate.name = "p50", "p90", "p99", "matches/s"
+		for _, s := range b.Steps {
+			x := float64(s.Clients)
+			rate.points = append(rate.points, [2]float64{x, s.MatchesPerSec})
+			if s.Latency.Count == 0 {
+				continue // no match, no latency: leave a gap rather than a zero
+			}
+			p50.points = append(p50.points, [2]float64{x, s.Latency.P50Ms})
+			p90.points = append(p90.points, [2]float64{x, s.Latency.P90Ms})
+			p99.points = append(p99.points, [2]float64{x, s.Latency.P99Ms})
+		}
+		out = append(out,
+			plot{title: fmt.Sprintf("Broker client latency against load (%d proxies)", b.Proxies), xLabel: "concurrent clients", yLabel: "latency (ms)", series: []series{p50, p90, p99}},
+			plot{title: fmt.Sprintf("Broker matches per second (%d proxies)", b.Proxies), xLabel: "concurrent clients", yLabel: "matches/s", series: []series{rate}})
+	}
+	if b := r.Broker; b != nil && b.Idle != nil && b.Idle.BaselineRSSBytes > 0 && len(b.Idle.Steps) > 0 {
+		s := series{name: "broker RSS", points: [][2]float64{{0, float64(b.Idle.BaselineRSSBytes) / (1 << 20)}}}
+		for _, st := range b.Idle.Steps {
+			s.points = append(s.points, [2]float64{float64(st.Waiting), float64(st.RSSBytes) / (1 << 20)})
+		}
+		out = append(out, plot{title: "Broker memory against waiting proxy polls", xLabel: "waiting polls", yLabel: "RSS (MiB)", series: []series{s}})
+	}
+	if ri := r.RelayIdle; ri != nil && ri.BaselineRSSBytes > 0 && len(ri.Steps) > 0 {
+		s := series{name: "relay RSS", points: [][2]float64{{0, float64(ri.BaselineRSSBytes) / (1 << 20)}}}
+		for _, st := range ri.Steps {
+			s.points = append(s.points, [2]float64{float64(st.Open), float64(st.RSSBytes) / (1 << 20)})
+		}
+		out = append(out, plot{title: "Relay memory against idle carriers", xLabel: "open carriers", yLabel: "RSS (MiB)", series: []series{s}})
+	}
+	return out
+}
+
+// HasPlots reports whether WriteSVG would draw anything.
+func (r Result) HasPlots() bool { return len(r.plots()) > 0 }
+
+// WriteSVG draws r's charts (latency and matches against load, memory
+// against connections) stacked in one standalone SVG document. It needs no
+// library: the SVG is written by hand.
+func (r Result) WriteSVG(w io.Writer) error {
+	plots := r.plots()
+	bw := bufio.NewWriter(w)
+	height := max(len(plots), 1) * plotH
+	fmt.Fprintf(bw, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
+	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n", plotW, height, plotW, height)
+	fmt.Fprintf(bw, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	if len(plots) == 0 {
+		fmt.Fprintf(bw, `<text x="20" y="40" %s>no data to plot (memory plots need a PID)</text>`+"\n", svgFont)
+	}
+	for i, p := range plots {
+		fmt.Fprintf(bw, `<g transform="translate(0,%d)">`+"\n", i*plotH)
+		p.write(bw)
+		fmt.Fprintf(bw, "</g>\n")
+	}
+	fmt.Fprintf(bw, "</svg>\n")
+	return bw.Flush()
+}
+
+func escapeXML(s string) string {
+	var b strings.Builder
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+// niceCeil returns a round number (1, 2 or 5 times a power of ten) at least v.
+func niceCeil(v float64) float64 {
+	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func fmtTick(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+func (p plot) write(w *bufio.Writer) {
+	var xMax, yMax float64
+	for _, s := range p.series {
+		for _, pt := range s.points {
+			xMax, yMax = max(xMax, pt[0]), max(yMax, pt[1])
+		}
+	}
+	xMax, yMax = niceCeil(xMax), niceCeil(yMax*1.05)
+	px := func(x float64) float64 { return marginL + x/xMax*innerW }
+	py := func(y float64) float64 { return marginT + innerH - y/yMax*innerH }
+
+	fmt.Fprintf(w, `<text x="%d" y="24" %s font-weight="bold">%s</text>`+"\n", marginL, svgFont, escapeXML(p.title))
+	// Grid and ticks.
+	const ticks = 5
+	for i := 0; i <= ticks; i++ {
+		yv := yMax * float64(i) / ticks
+		y := py(yv)
+		fmt.Fprintf(w, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", marginL, y, marginL+innerW, y)
+		fmt.Fprintf(w, `<text x="%d" y="%.1f" %s text-anchor="end">%s</text>`+"\n", marginL-6, y+4, svgFont, fmtTick(yv))
+		xv := xMax * float64(i) / ticks
+		x := px(xv)
+		fmt.Fprintf(w, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`+"\n", x, marginT, x, marginT+innerH)
+		fmt.Fprintf(w, `<text x="%.1f" y="%d" %s text-anchor="middle">%s</text>`+"\n", x, marginT+innerH+16, svgFont, fmtTick(xv))
+	}
+	// Axes and labels.
+	fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", marginL, marginT+innerH, marginL+innerW, marginT+innerH)
+	fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", marginL, marginT, marginL, marginT+innerH)
+	fmt.Fprintf(w, `<text x="%d" y="%d" %s text-anchor="middle">%s</text>`+"\n", marginL+innerW/2, plotH-10, svgFont, escapeXML(p.xLabel))
+	fmt.Fprintf(w, `<text x="18" y="%d" %s text-anchor="middle" transform="rotate(-90 18 %d)">%s</text>`+"\n",
+		marginT+innerH/2, svgFont, marginT+innerH/2, escapeXML(p.yLabel))
+	// Series and legend.
+	for i, s := range p.series {
+		color := seriesColors[i%len(seriesColors)]
+		pts := make([]string, len(s.points))
+		for j, pt := range s.points {
+			pts[j] = fmt.Sprintf("%.1f,%.1f", px(pt[0]), py(pt[1]))
+		}
+		fmt.Fprintf(w, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", color, strings.Join(pts, " "))
+		for _, pt := range s.points {
+			fmt.Fprintf(w, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s, %s</title></circle>`+"\n",
+				px(pt[0]), py(pt[1]), color, escapeXML(s.name), fmtTick(pt[0]), strconv.FormatFloat(pt[1], 'f', 2, 64))
+		}
+		ly := marginT + 10 + i*18
+		fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>`+"\n", marginL+innerW+16, ly, marginL+innerW+36, ly, color)
+		fmt.Fprintf(w, `<text x="%d" y="%d" %s>%s</text>`+"\n", marginL+innerW+42, ly+4, svgFont, escapeXML(s.name))
+	}
+}
