@@ -14,6 +14,8 @@ import (
 	"github.com/flurrypt/flurry/broker/internal/event"
 	"github.com/flurrypt/flurry/broker/internal/matcher"
 	"github.com/flurrypt/flurry/broker/internal/ratelimit"
+	"github.com/flurrypt/flurry/broker/internal/stats"
+	"github.com/flurrypt/flurry/broker/internal/statuspage"
 	"github.com/flurrypt/flurry/common/relaypattern"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -30,6 +32,8 @@ const (
 type Broker struct {
 	cfg     Config
 	sink    event.Sink
+	stats   *stats.Recorder
+	page    *statuspage.Page
 	bridges *bridgelist.List
 	allowed *relaypattern.Pattern // nil: AllowedRelayPattern empty
 	match   *matcher.Matcher
@@ -81,18 +85,31 @@ func New(cfg Config) (*Broker, error) {
 	return newBroker(cfg, nil)
 }
 
-// newBroker is New with an event sink (nil = event.Nop).
-func newBroker(cfg Config, sink event.Sink) (*Broker, error) {
+// newBroker is New with an extra event sink (nil = none) that sees every
+// event after the statistics do.
+func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
+	started := time.Now()
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if sink == nil {
-		sink = event.Nop{}
+	rec, err := stats.New(stats.Config{
+		GeoIP:          cfg.GeoIP,
+		MetricsLogPath: cfg.MetricsLogPath,
+		Interval:       cfg.MetricsInterval,
+		Logger:         cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMetrics, err)
+	}
+	sink := rec.Sink()
+	if extra != nil {
+		sink = event.Tee(sink, extra)
 	}
 	b := &Broker{
 		cfg:   cfg,
 		sink:  sink,
+		stats: rec,
 		match: matcher.New(),
 		addrs: clientaddr.New(cfg.TrustedProxies),
 		cors:  [2][]string{{"*"}, {"Origin, X-Session-ID"}},
@@ -105,6 +122,14 @@ func newBroker(cfg Config, sink event.Sink) (*Broker, error) {
 	}
 	if err := b.loadBridges(); err != nil {
 		return nil, err
+	}
+	bridges := make([]statuspage.Bridge, b.bridges.Len())
+	for i := range bridges {
+		br := b.bridges.At(i)
+		bridges[i] = statuspage.Bridge{Fingerprint: fmt.Sprintf("%X", br.Fingerprint), URL: br.WebSocketAddress}
+	}
+	if b.page, err = statuspage.New(statuspage.Config{Stats: rec, Bridges: bridges, Version: cfg.Version, Start: started}); err != nil {
+		return nil, fmt.Errorf("%w: status page: %w", ErrMetrics, err)
 	}
 
 	exempt := cfg.RateLimitExempt
@@ -130,8 +155,13 @@ func newBroker(cfg Config, sink event.Sink) (*Broker, error) {
 		buf := make([]byte, 0, initialBodyBuffer)
 		return &buf
 	}
+	v4, v6 := cfg.GeoIP.Table().Len()
 	cfg.Logger.Info("broker ready",
 		"bridges", b.bridges.Len(),
+		"geoip_ipv4_ranges", v4,
+		"geoip_ipv6_ranges", v6,
+		"metrics_log", cfg.MetricsLogPath != "",
+		"metrics_interval", cfg.MetricsInterval,
 		"allowed_relay_pattern", cfg.AllowedRelayPattern,
 		"proxy_hold", cfg.ProxyHold,
 		"client_timeout", cfg.ClientTimeout,
@@ -230,6 +260,21 @@ func (b *Broker) ReloadPollIntervals() error {
 	return nil
 }
 
+// ReloadGeoIP re-reads the files of Config.GeoIP (main calls it on
+// SIGHUP). On error the current table stays in use. Without a GeoIP
+// database it does nothing.
+func (b *Broker) ReloadGeoIP() error {
+	if b.cfg.GeoIP == nil {
+		return nil
+	}
+	if err := b.cfg.GeoIP.Reload(); err != nil {
+		return fmt.Errorf("%w: %w", ErrGeoIP, err)
+	}
+	v4, v6 := b.cfg.GeoIP.Table().Len()
+	b.cfg.Logger.Info("geoip reloaded", "ipv4_ranges", v4, "ipv6_ranges", v6)
+	return nil
+}
+
 // PollIntervals returns the current NextPoll of the restricted (also used
 // for unknown NAT) and unrestricted pools.
 func (b *Broker) PollIntervals() (restricted, unrestricted time.Duration) {
@@ -253,12 +298,14 @@ func (b *Broker) Stats() Stats {
 }
 
 // Run runs the broker's background work until ctx ends, then calls
-// Shutdown. It returns nil after ctx ends. (Today the broker has no
-// background work; metrics will add a periodic task here.)
+// Shutdown: every Config.MetricsInterval (the first one MetricsInterval
+// after Run starts) it ends a metrics period and appends its descriptor to
+// Config.MetricsLogPath (or logs it). It starts no goroutine and returns nil
+// after ctx ends. Call it once.
 func (b *Broker) Run(ctx context.Context) error {
-	<-ctx.Done()
+	err := b.stats.Run(ctx)
 	b.Shutdown()
-	return nil
+	return err
 }
 
 // Shutdown answers every waiting proxy poll with "no match" at once and

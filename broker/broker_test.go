@@ -337,8 +337,21 @@ func TestCORSMethodsAndRobots(t *testing.T) {
 	if got.header.Get("Access-Control-Allow-Origin") != "" {
 		t.Error("robots.txt carries CORS headers")
 	}
-	if got := tb.do(t, http.MethodGet, "/debug", nil, nil); got.status != http.StatusNotFound {
-		t.Errorf("/debug = %d, want 404", got.status)
+	// /debug and /metrics carry Snowflake's CORS headers too.
+	for _, path := range []string{"/debug", "/metrics"} {
+		got := tb.do(t, http.MethodOptions, path, nil, nil)
+		expect(t, "OPTIONS "+path, got, http.StatusOK, []byte{})
+		if got.header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("OPTIONS %s headers = %v", path, got.header)
+		}
+		if got := tb.do(t, http.MethodPost, path, nil, nil); got.status != http.StatusMethodNotAllowed {
+			t.Errorf("POST %s = %d, want 405", path, got.status)
+		}
+	}
+	for _, path := range []string{"/nonexistent", "/status/x", "/index.html", "/prometheus/x", "/debug/x"} {
+		if got := tb.do(t, http.MethodGet, path, nil, nil); got.status != http.StatusNotFound {
+			t.Errorf("%s = %d, want 404", path, got.status)
+		}
 	}
 }
 
@@ -580,6 +593,8 @@ func TestConfigErrors(t *testing.T) {
 		"tiny poll interval":     {PollInterval: time.Millisecond},
 		"negative burst":         {ProxyBurst: -1},
 		"invalid trusted":        {TrustedProxies: []netip.Prefix{{}}},
+		"negative metrics":       {MetricsInterval: -time.Hour},
+		"sub-second metrics":     {MetricsInterval: time.Millisecond},
 	}
 	for name, cfg := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/flurrypt/flurry/common/geoip"
 	"github.com/flurrypt/flurry/common/relaypattern"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -40,6 +41,13 @@ const (
 	// flurry-relay's default listen address, so that a broker and a relay
 	// started with defaults on one machine work together.
 	DefaultRelayURL = "ws://127.0.0.1:8000/"
+
+	// DefaultMetricsInterval is the period of the metrics descriptor
+	// (Snowflake's 24 hours).
+	DefaultMetricsInterval = 24 * time.Hour
+	// minMetricsInterval is the shortest period: the descriptor states it
+	// in whole seconds.
+	minMetricsInterval = time.Second
 )
 
 // Config configures a Broker. The zero value is a working broker with
@@ -100,6 +108,27 @@ type Config struct {
 	// always RemoteAddr.
 	TrustedProxies []netip.Prefix
 
+	// GeoIP maps proxy and client addresses to countries for the
+	// statistics (Prometheus, the metrics descriptor). Nil means every
+	// address counts as country "??"; unlike Snowflake, proxy address
+	// statistics are still kept. ReloadGeoIP re-reads its files.
+	GeoIP *geoip.DB
+	// MetricsLogPath is the file each period's metrics descriptor is
+	// appended to, and the file GET /metrics serves. Empty means the
+	// descriptors are logged (level Info) and /metrics answers 404, as in
+	// Snowflake. New fails if the file cannot be opened for appending.
+	MetricsLogPath string
+	// MetricsInterval is the descriptor period, counted from Run. Zero
+	// means DefaultMetricsInterval; otherwise at least one second.
+	MetricsInterval time.Duration
+	// SeparatePrometheus leaves GET /prometheus out of Handler: serve
+	// PrometheusHandler on a listener of its own instead (flurry-broker's
+	// -metrics-addr).
+	SeparatePrometheus bool
+	// Version is the version the status page shows. Empty means the main
+	// module's version from the binary's build information.
+	Version string
+
 	// Logger receives the broker's logs; nil discards them. The broker never
 	// logs an address itself, but wrap the handler with safelog anyway.
 	Logger *slog.Logger
@@ -128,6 +157,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ClientBurst == 0 {
 		c.ClientBurst = DefaultClientBurst
 	}
+	if c.MetricsInterval == 0 {
+		c.MetricsInterval = DefaultMetricsInterval
+	}
 	c.RateLimitExempt = append([]netip.Prefix(nil), c.RateLimitExempt...)
 	c.TrustedProxies = append([]netip.Prefix(nil), c.TrustedProxies...)
 	if c.Logger == nil {
@@ -145,6 +177,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: negative rate limit burst", ErrConfig)
 	case c.RateLimitEntries < 0:
 		return c, fmt.Errorf("%w: negative rate limit table size", ErrConfig)
+	case c.MetricsInterval < minMetricsInterval:
+		return c, fmt.Errorf("%w: metrics interval %v is shorter than %v", ErrConfig, c.MetricsInterval, minMetricsInterval)
 	}
 	if _, err := relaypattern.Parse(c.AllowedRelayPattern); err != nil {
 		return c, fmt.Errorf("%w: allowed relay pattern: %w", ErrConfig, err)

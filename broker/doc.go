@@ -3,9 +3,9 @@
 //
 // # Use
 //
-//	b, err := broker.New(broker.Config{})  // zero value: Snowflake's timings, one bridge
+//	b, err := broker.New(broker.Config{})  // zero value: Snowflake's timings, one bridge, no geoip
 //	srv := &http.Server{Handler: b.Handler(), ...}
-//	go b.Run(ctx)                           // Shutdown when ctx ends
+//	go b.Run(ctx)                           // metrics descriptor every 24 h; Shutdown when ctx ends
 //	... srv.ListenAndServe()
 //	b.Shutdown()                            // waiting proxies get "no match" at once
 //	srv.Shutdown(shutdownCtx)               // in-flight clients finish (≤ ClientTimeout)
@@ -27,12 +27,32 @@
 //	               400 + reason if malformed or without a=candidate
 //	OPTIONS        on the three: 200, empty (CORS preflight)
 //	other methods  on the three: 405
+//	GET /debug       Snowflake's summary of the proxies held (waiting, or
+//	                 matched and not yet answered), byte for byte
+//	GET /metrics     the metrics log: every descriptor so far (404 without
+//	                 Config.MetricsLogPath)
+//	GET /prometheus  Prometheus exposition of the broker's own registry (Go
+//	                 and process collectors included); with
+//	                 Config.SeparatePrometheus only on PrometheusHandler
+//	GET / and /status  the HTML status page
 //	GET /robots.txt  "User-agent: *\nDisallow: /\n"
+//	anything else    404
 //
-// Every response of the three rendezvous endpoints carries
-// Access-Control-Allow-Origin: * and Access-Control-Allow-Headers: Origin,
-// X-Session-ID. Bodies over 100 000 bytes get 413; an address over its rate
-// limit gets 429.
+// Every response of the three rendezvous endpoints, /debug and /metrics
+// carries Access-Control-Allow-Origin: * and Access-Control-Allow-Headers:
+// Origin, X-Session-ID, as in Snowflake. Bodies over 100 000 bytes get 413;
+// an address over its rate limit gets 429.
+//
+// # Statistics
+//
+// New creates the broker's statistics recorder (broker/internal/stats) and
+// status page (broker/internal/statuspage); the broker reports every poll,
+// answer and refused request to it (including rate-limited ones) with the
+// client address it believes (TrustedProxies), mapped to a country by
+// Config.GeoIP (nil: "??") and never stored. Run ends a metrics period every
+// Config.MetricsInterval, appending Snowflake's descriptor to
+// Config.MetricsLogPath. Every request's duration is recorded per endpoint.
+// docs/broker-metrics.md lists the metrics.
 //
 // # Matching
 //

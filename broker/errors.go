@@ -10,4 +10,9 @@ var (
 	ErrBridgeList = errors.New("bad bridge list")
 	// ErrPollIntervals means the poll-interval file could not be loaded.
 	ErrPollIntervals = errors.New("bad poll-interval file")
+	// ErrMetrics means the statistics could not be set up (for example,
+	// the metrics log cannot be opened for appending).
+	ErrMetrics = errors.New("cannot set up metrics")
+	// ErrGeoIP means the geoip databases could not be reloaded.
+	ErrGeoIP = errors.New("geoip databases not reloaded")
 )

@@ -1,6 +1,21 @@
 package broker
 
-import "github.com/flurrypt/flurry/broker/internal/event"
+import (
+	"errors"
+	"os"
+
+	"github.com/flurrypt/flurry/broker/internal/event"
+)
 
 // NewWithSink is New with an event sink, for tests.
 func NewWithSink(cfg Config, sink event.Sink) (*Broker, error) { return newBroker(cfg, sink) }
+
+// EndMetricsPeriod ends the metrics period now and appends its descriptor
+// to Config.MetricsLogPath, as Run does every MetricsInterval.
+func (b *Broker) EndMetricsPeriod() error {
+	f, err := os.OpenFile(b.cfg.MetricsLogPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	return errors.Join(b.stats.EndPeriod(f), f.Close())
+}

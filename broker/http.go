@@ -12,6 +12,7 @@ import (
 	"github.com/flurrypt/flurry/broker/internal/event"
 	"github.com/flurrypt/flurry/broker/internal/matcher"
 	"github.com/flurrypt/flurry/broker/internal/ratelimit"
+	"github.com/flurrypt/flurry/broker/internal/stats"
 	"github.com/flurrypt/flurry/common/relaypattern"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -32,18 +33,74 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 //	POST /proxy       proxy long-poll
 //	POST /client      client offer (1.0 framing or legacy bare offer)
 //	POST /answer      proxy answer
+//	GET  /debug       Snowflake's summary of the proxies held now
+//	GET  /metrics     the metrics log (every descriptor so far); 404 without one
+//	GET  /prometheus  Prometheus metrics (unless Config.SeparatePrometheus)
+//	GET  /, /status   the status page
 //	GET  /robots.txt  disallow everything
 //
-// The three rendezvous endpoints answer OPTIONS (CORS preflight) with 200
-// and carry Access-Control-Allow-Origin: * on every response; other methods
-// get 405.
+// The rendezvous endpoints, /debug and /metrics answer OPTIONS (CORS
+// preflight) with 200 and carry Access-Control-Allow-Origin: * on every
+// response, as in Snowflake; other methods get 405. Every other path is
+// 404. The time to answer each request is recorded per endpoint.
 func (b *Broker) Handler() http.Handler {
+	rec := b.stats
 	mux := http.NewServeMux()
-	mux.Handle("/proxy", b.endpoint(event.EndpointProxy, b.proxyLimit, b.serveProxy))
-	mux.Handle("/client", b.endpoint(event.EndpointClient, b.clientLimit, b.serveClient))
-	mux.Handle("/answer", b.endpoint(event.EndpointAnswer, nil, b.serveAnswer))
-	mux.HandleFunc("/robots.txt", serveRobots)
+	mux.Handle("/proxy", rec.Instrument(stats.EndpointProxy, b.endpoint(event.EndpointProxy, b.proxyLimit, b.serveProxy)))
+	mux.Handle("/client", rec.Instrument(stats.EndpointClient, b.endpoint(event.EndpointClient, b.clientLimit, b.serveClient)))
+	mux.Handle("/answer", rec.Instrument(stats.EndpointAnswer, b.endpoint(event.EndpointAnswer, nil, b.serveAnswer)))
+	mux.Handle("/debug", rec.Instrument(stats.EndpointDebug, b.withCORS(http.HandlerFunc(b.serveDebug))))
+	mux.Handle("/metrics", rec.Instrument(stats.EndpointMetrics, b.withCORS(rec.MetricsHandler())))
+	if !b.cfg.SeparatePrometheus {
+		mux.Handle("GET /prometheus", rec.Instrument(stats.EndpointPrometheus, rec.PrometheusHandler()))
+	}
+	// The page answers any path it is given: mount it on these two only.
+	page := rec.Instrument(stats.EndpointStatus, b.page)
+	mux.Handle("GET /{$}", page)
+	mux.Handle("GET /status", page)
+	mux.Handle("/robots.txt", rec.Instrument(stats.EndpointRobots, http.HandlerFunc(serveRobots)))
 	return mux
+}
+
+// PrometheusHandler returns the handler of a separate metrics listener
+// (with Config.SeparatePrometheus): GET /prometheus serves the broker's
+// registry (its own metrics plus the Go runtime and process collectors);
+// every other path is 404.
+func (b *Broker) PrometheusHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /prometheus", b.stats.Instrument(stats.EndpointPrometheus, b.stats.PrometheusHandler()))
+	return mux
+}
+
+// withCORS adds Snowflake's CORS headers to h's responses and answers
+// OPTIONS with 200 and an empty body.
+func (b *Broker) withCORS(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hdr := w.Header()
+		hdr["Access-Control-Allow-Origin"] = b.cors[0]
+		hdr["Access-Control-Allow-Headers"] = b.cors[1]
+		if r.Method == http.MethodOptions {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// serveDebug writes Snowflake's /debug summary of the proxies the matcher
+// holds: waiting, and matched with a client but not yet answered (which
+// Snowflake counts as available too).
+func (b *Broker) serveDebug(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	var a stats.Available
+	b.match.EachSession(func(proxyType string, nat matcher.NAT) { a.Add(proxyType, natString(nat), 1) })
+	h := w.Header()
+	h["Content-Type"] = b.ctype
+	h.Set("X-Content-Type-Options", "nosniff")
+	_ = stats.WriteDebug(w, a) // a failed write means the client went away
 }
 
 // bodyHandler serves a request whose body has been read into *bufp. It

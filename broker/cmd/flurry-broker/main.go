@@ -25,6 +25,7 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/common/geoip"
 	"github.com/flurrypt/flurry/common/safelog"
 )
 
@@ -54,6 +55,8 @@ type options struct {
 	disableGeoIP        bool
 	geoipDB, geoip6DB   string
 	metricsLog          string
+	metricsInterval     time.Duration
+	metricsAddr         string
 	unsafeLogging       bool
 	logLevel            string
 
@@ -93,10 +96,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.bridgeListPath, "bridge-list-path", "", "bridge list file: one JSON object per line with displayName, webSocketAddress and fingerprint (default: one bridge, fingerprint "+"2B280B23E1107BB62ABFC40DDCC8824814F80A72 at "+broker.DefaultRelayURL+")")
 	fs.StringVar(&o.allowedRelayPattern, "allowed-relay-pattern", "", "relay hostname pattern (ending in '$', leading '^' for an exact name): proxies whose AcceptedRelayPattern is not a superset are told \"incorrect relay pattern\", and every bridge must match it. Empty: accept any proxy whose pattern accepts at least one bridge")
 	fs.StringVar(&o.pollIntervalPath, "poll-interval-filepath", "", `JSON file with the proxies' NextPoll per pool in milliseconds, {"unrestricted_poll_interval": 20000, "restricted_poll_interval": 20000}; reloaded on SIGHUP`)
-	fs.BoolVar(&o.disableGeoIP, "disable-geoip", false, "do not load geoip databases (used by metrics, which are not implemented yet: accepted for compatibility)")
-	fs.StringVar(&o.geoipDB, "geoipdb", "/usr/share/tor/geoip", "tor-format IPv4 geoip file (used by metrics, not implemented yet)")
-	fs.StringVar(&o.geoip6DB, "geoip6db", "/usr/share/tor/geoip6", "tor-format IPv6 geoip file (used by metrics, not implemented yet)")
-	fs.StringVar(&o.metricsLog, "metrics-log", "", "file for the daily text metrics (used by metrics, not implemented yet)")
+	fs.BoolVar(&o.disableGeoIP, "disable-geoip", false, "do not load geoip databases: every country in the statistics is \"??\"")
+	fs.StringVar(&o.geoipDB, "geoipdb", "/usr/share/tor/geoip", "tor-format IPv4 geoip file; reloaded on SIGHUP (empty: no IPv4 table)")
+	fs.StringVar(&o.geoip6DB, "geoip6db", "/usr/share/tor/geoip6", "tor-format IPv6 geoip file; reloaded on SIGHUP (empty: no IPv6 table)")
+	fs.StringVar(&o.metricsLog, "metrics-log", "", "file the metrics descriptor is appended to every -metrics-interval, served at /metrics (empty: descriptors are logged and /metrics is 404)")
+	fs.DurationVar(&o.metricsInterval, "metrics-interval", broker.DefaultMetricsInterval, "period of the metrics descriptor (at least 1s)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve GET /prometheus on this separate plain-HTTP listener instead of the main one")
 	fs.BoolVar(&o.unsafeLogging, "unsafe-logging", false, "do not scrub IP addresses from logs")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&o.proxyHold, "proxy-hold", broker.DefaultProxyHold, "how long a proxy's poll is held waiting for a client")
@@ -107,7 +112,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.IntVar(&o.clientBurst, "client-burst", broker.DefaultClientBurst, "POST /client burst per client address")
 	fs.BoolVar(&o.rateLimitLoopback, "rate-limit-loopback", false, "rate-limit loopback addresses too (exempt by default)")
 	fs.StringVar(&o.rateLimitExempt, "rate-limit-exempt", "", "comma-separated CIDRs or addresses never rate-limited")
-	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or addresses of reverse proxies/CDNs whose Forwarded and X-Forwarded-For headers are believed (for rate limits and, later, geoip)")
+	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or addresses of reverse proxies/CDNs whose Forwarded and X-Forwarded-For headers are believed (for rate limits and statistics)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-broker (-disable-tls | -cert FILE -key FILE | -acme-hostnames NAMES) [flags]\n\nA Snowflake-compatible rendezvous broker. See docs/broker.md.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -208,8 +213,9 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
-	if o.metricsLog != "" {
-		log.Warn("metrics are not implemented yet; -metrics-log is ignored")
+	geo, err := openGeoIP(o)
+	if err != nil {
+		return err
 	}
 
 	b, err := broker.New(broker.Config{
@@ -225,6 +231,10 @@ func run(o *options) error {
 		RateLimitLoopback:   o.rateLimitLoopback,
 		RateLimitExempt:     exempt,
 		TrustedProxies:      trusted,
+		GeoIP:               geo,
+		MetricsLogPath:      o.metricsLog,
+		MetricsInterval:     o.metricsInterval,
+		SeparatePrometheus:  o.metricsAddr != "",
 		Logger:              log,
 	})
 	if err != nil {
@@ -277,12 +287,31 @@ func run(o *options) error {
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 
+	var metricsSrv *http.Server
+	var metricsLn net.Listener
+	if o.metricsAddr != "" {
+		metricsSrv = &http.Server{
+			Handler:           b.PrometheusHandler(),
+			ReadHeaderTimeout: readHeaderTimeout,
+			ReadTimeout:       serverSlack,
+			WriteTimeout:      serverSlack,
+			IdleTimeout:       idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          errorLog,
+		}
+		if metricsLn, err = net.Listen("tcp", o.metricsAddr); err != nil {
+			return fmt.Errorf("-metrics-addr: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
+		if metricsLn != nil {
+			metricsLn.Close()
+		}
 		return err
 	}
 	var wg sync.WaitGroup
-	serveErr := make(chan error, 2)
+	serveErr := make(chan error, 3)
 	wg.Go(func() {
 		var err error
 		switch mode {
@@ -303,6 +332,14 @@ func run(o *options) error {
 				serveErr <- fmt.Errorf("ACME HTTP-01 listener: %w", err)
 			}
 		})
+	}
+	if metricsSrv != nil {
+		wg.Go(func() {
+			if err := metricsSrv.Serve(metricsLn); !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- fmt.Errorf("metrics listener: %w", err)
+			}
+		})
+		log.Info("metrics listening", "addr", metricsLn.Addr().String())
 	}
 	wg.Go(func() { _ = b.Run(ctx) })
 	wg.Go(func() { reloadOnSIGHUP(ctx, b, log) })
@@ -328,12 +365,31 @@ func run(o *options) error {
 			acmeSrv.Close()
 		}
 	}
+	if metricsSrv != nil {
+		if err := metricsSrv.Shutdown(sctx); err != nil {
+			metricsSrv.Close()
+		}
+	}
 	wg.Wait()
 	return runErr
 }
 
-// reloadOnSIGHUP reloads the poll-interval file on every SIGHUP until ctx
-// ends.
+// openGeoIP loads the geoip databases the flags name, or returns nil with
+// -disable-geoip. A file that is missing, unreadable or malformed is an
+// error: the broker does not start without the statistics it was asked for.
+func openGeoIP(o *options) (*geoip.DB, error) {
+	if o.disableGeoIP {
+		return nil, nil
+	}
+	db, err := geoip.Open(o.geoipDB, o.geoip6DB)
+	if err != nil {
+		return nil, fmt.Errorf("loading geoip databases (-geoipdb %q, -geoip6db %q; -disable-geoip runs without): %w", o.geoipDB, o.geoip6DB, err)
+	}
+	return db, nil
+}
+
+// reloadOnSIGHUP reloads the geoip databases and the poll-interval file on
+// every SIGHUP until ctx ends; what fails to load keeps its old contents.
 func reloadOnSIGHUP(ctx context.Context, b *broker.Broker, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -343,6 +399,9 @@ func reloadOnSIGHUP(ctx context.Context, b *broker.Broker, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-hup:
+			if err := b.ReloadGeoIP(); err != nil {
+				log.Error("SIGHUP: keeping the old geoip tables", "err", err)
+			}
 			if err := b.ReloadPollIntervals(); err != nil {
 				log.Error("SIGHUP: poll intervals not reloaded", "err", err)
 			}

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"flag"
 	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTLSModeFlags(t *testing.T) {
@@ -81,5 +85,77 @@ func TestLoggerScrubs(t *testing.T) {
 	}
 	if _, err := newLogger(&buf, "loud", false); err == nil {
 		t.Error("bad level accepted")
+	}
+}
+
+func TestOpenGeoIP(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good4 := write("geoip", "2130706432,2147483647,AA\n")
+	good6 := write("geoip6", "::1,::1,V6\n")
+	bad := write("bad", "1,2\n")
+	missing := filepath.Join(dir, "missing")
+	tests := []struct {
+		name string
+		args []string
+		err  string // "" = loads
+		nil  bool
+	}{
+		{"disabled", []string{"-disable-geoip", "-geoipdb", missing}, "", true},
+		{"both", []string{"-geoipdb", good4, "-geoip6db", good6}, "", false},
+		{"IPv4 only", []string{"-geoipdb", good4, "-geoip6db", ""}, "", false},
+		{"missing file", []string{"-geoipdb", missing, "-geoip6db", good6}, "no such file", false},
+		{"malformed file", []string{"-geoipdb", good4, "-geoip6db", bad}, bad + ":1", false},
+		{"neither", []string{"-geoipdb", "", "-geoip6db", ""}, "no geoip file given", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			o, err := parseFlags(fs, append([]string{"-disable-tls"}, tt.args...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := openGeoIP(o)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "-disable-geoip") {
+					t.Fatalf("err = %v, want one mentioning %q and -disable-geoip", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (db == nil) != tt.nil {
+				t.Fatalf("db = %v, want nil: %v", db, tt.nil)
+			}
+			if db != nil && db.Lookup(netip.MustParseAddr("127.0.0.1")) != "AA" {
+				t.Error("127.0.0.1 is not AA")
+			}
+		})
+	}
+}
+
+func TestMetricsFlags(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o, err := parseFlags(fs, []string{"-disable-tls"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.metricsInterval != 24*time.Hour || o.metricsAddr != "" || o.geoipDB != "/usr/share/tor/geoip" || o.geoip6DB != "/usr/share/tor/geoip6" {
+		t.Errorf("defaults: %+v", o)
+	}
+	fs = flag.NewFlagSet("test", flag.ContinueOnError)
+	o, err = parseFlags(fs, []string{"-disable-tls", "-metrics-interval", "1m", "-metrics-addr", "127.0.0.1:9090", "-metrics-log", "m.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.metricsInterval != time.Minute || o.metricsAddr != "127.0.0.1:9090" || o.metricsLog != "m.log" {
+		t.Errorf("parsed: %+v", o)
 	}
 }

@@ -205,3 +205,44 @@ func (Nop) ProxyPollRejected(Proxy)                      {}
 func (Nop) ClientPollEnded(Client, ClientOutcome)        {}
 func (Nop) ProxyAnswered(string, AnswerOutcome)          {}
 func (Nop) RequestRejected(Endpoint, Reason, netip.Addr) {}
+
+// Tee returns a Sink that passes every event to each of sinks in order.
+func Tee(sinks ...Sink) Sink { return tee(append([]Sink(nil), sinks...)) }
+
+type tee []Sink
+
+func (t tee) ProxyPollStarted(p Proxy) {
+	for _, s := range t {
+		s.ProxyPollStarted(p)
+	}
+}
+
+func (t tee) ProxyPollEnded(p Proxy, o ProxyOutcome) {
+	for _, s := range t {
+		s.ProxyPollEnded(p, o)
+	}
+}
+
+func (t tee) ProxyPollRejected(p Proxy) {
+	for _, s := range t {
+		s.ProxyPollRejected(p)
+	}
+}
+
+func (t tee) ClientPollEnded(c Client, o ClientOutcome) {
+	for _, s := range t {
+		s.ClientPollEnded(c, o)
+	}
+}
+
+func (t tee) ProxyAnswered(proxyType string, o AnswerOutcome) {
+	for _, s := range t {
+		s.ProxyAnswered(proxyType, o)
+	}
+}
+
+func (t tee) RequestRejected(e Endpoint, r Reason, addr netip.Addr) {
+	for _, s := range t {
+		s.RequestRejected(e, r, addr)
+	}
+}

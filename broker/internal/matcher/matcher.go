@@ -137,6 +137,19 @@ func (m *Matcher) Stats() Stats {
 	return s
 }
 
+// EachSession calls f with the Type and NAT of every proxy the matcher
+// holds: waiting in a pool, or matched with a client whose answer has not
+// yet been delivered (Snowflake's idToSnowflake, which its /debug page
+// counts). f runs under the matcher's lock: it must be quick and must not
+// call the Matcher.
+func (m *Matcher) EachSession(f func(proxyType string, nat NAT)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range m.sessions {
+		f(p.Type, p.NAT)
+	}
+}
+
 // Poll is Enqueue followed by Wait.
 func (m *Matcher) Poll(ctx context.Context, p *Proxy, hold time.Duration) (Offer, error) {
 	if err := m.Enqueue(p); err != nil {

@@ -95,6 +95,65 @@ func TestMatchAndAnswer(t *testing.T) {
 	})
 }
 
+// sessions returns "type/nat" of every session EachSession reports, counted.
+func sessions(m *Matcher) map[string]int {
+	out := map[string]int{}
+	m.EachSession(func(proxyType string, nat NAT) { out[fmt.Sprintf("%s/%d", proxyType, nat)]++ })
+	return out
+}
+
+// TestEachSession checks that EachSession reports waiting proxies and
+// matched proxies whose answer is outstanding, as Snowflake's /debug counts
+// them, and forgets a session once it is answered.
+func TestEachSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := New()
+		pu := proxy("u", NATUnrestricted, 0)
+		pr := proxy("r", NATRestricted, 0)
+		pr.Type = "webext"
+		resU := startPoll(t.Context(), m, pu)
+		resR := startPoll(t.Context(), m, pr)
+		synctest.Wait()
+		want := map[string]int{fmt.Sprintf("standalone/%d", NATUnrestricted): 1, fmt.Sprintf("webext/%d", NATRestricted): 1}
+		if got := sessions(m); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("waiting: EachSession = %v, want %v", got, want)
+		}
+		// A restricted client takes the unrestricted proxy, which stays a
+		// session until it answers.
+		ansCh := make(chan error, 1)
+		go func() {
+			_, err := m.Rendezvous(t.Context(), ClientOffer{SDP: "offer", NAT: NATRestricted})
+			ansCh <- err
+		}()
+		if r := <-resU; r.err != nil {
+			t.Fatalf("Poll: %v", r.err)
+		}
+		if s := m.Stats(); s.Matched != 1 || s.WaitingRestricted != 1 {
+			t.Fatalf("Stats = %+v, want one matched and one waiting", s)
+		}
+		if got := sessions(m); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("matched: EachSession = %v, want %v", got, want)
+		}
+		if !answered(m.Answer("u", "answer")) {
+			t.Fatal("Answer failed")
+		}
+		if err := <-ansCh; err != nil {
+			t.Fatalf("Rendezvous: %v", err)
+		}
+		want = map[string]int{fmt.Sprintf("webext/%d", NATRestricted): 1}
+		if got := sessions(m); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("answered: EachSession = %v, want %v", got, want)
+		}
+		m.Close()
+		if r := <-resR; !errors.Is(r.err, ErrNoMatch) {
+			t.Fatalf("Poll after Close = %v, want ErrNoMatch", r.err)
+		}
+		if got := sessions(m); len(got) != 0 {
+			t.Fatalf("after Close: EachSession = %v, want none", got)
+		}
+	})
+}
+
 func TestNATPolicy(t *testing.T) {
 	tests := []struct {
 		proxies []NAT // waiting proxies, Sids p0, p1, ...
