@@ -13,7 +13,7 @@ STATICCHECK_VERSION ?= v0.8.2
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help build test fmt-check vet race bench-smoke bench fuzz lint clean
+.PHONY: help build test fmt-check vet race bench-smoke bench loadtest fuzz lint clean
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
@@ -47,6 +47,9 @@ bench: ## Benchmarks with -benchmem; compare runs with benchstat (see below)
 	@echo
 	@echo 'To compare two runs: make bench BENCHCOUNT=10 > old.txt; (change); make bench BENCHCOUNT=10 > new.txt;'
 	@echo '  go run golang.org/x/perf/cmd/benchstat@latest old.txt new.txt'
+
+loadtest: build ## A few minutes of flurry-loadgen against a real broker and relay on loopback (results in out/)
+	BIN=$(BIN) scripts/loadtest.sh
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 10s)
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \

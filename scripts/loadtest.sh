@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# A short load test (a few minutes) of a real broker and relay on loopback
+# with flurry-loadgen; results go to out/ as JSON, tables and SVG plots.
+# Run through `make loadtest`, which builds ./bin first. See
+# docs/performance.md for what the figures mean and the longer runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin}
+OUT=${OUT:-out}
+BROKER_ADDR=${BROKER_ADDR:-127.0.0.1:18080}
+RELAY_ADDR=${RELAY_ADDR:-127.0.0.1:18000}
+TARGET_ADDR=${TARGET_ADDR:-127.0.0.1:18900}
+DURATION=${DURATION:-10s}
+mkdir -p "$OUT"
+
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+# wait_port HOST:PORT: until something listens there (at most 10 s).
+wait_port() {
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "nothing listens on $1" >&2
+	return 1
+}
+
+echo "== broker: matches/s with 500 proxies at 1, 10, 50 clients; memory per waiting poll at 1000 and 5000"
+"$BIN/flurry-broker" -disable-tls -addr "$BROKER_ADDR" 2>"$OUT/broker.log" &
+broker=$!; pids+=("$broker")
+wait_port "$BROKER_ADDR"
+"$BIN/flurry-loadgen" broker -url "http://$BROKER_ADDR" -pid "$broker" -proxies 500 -clients 1,10,50 \
+	-duration "$DURATION" -idle-polls 1000,5000 -json "$OUT/broker.json" -svg "$OUT/broker.svg"
+kill "$broker"
+
+echo "== relay: memory per idle carrier at 1000, 5000, 10000; throughput with 4 carriers"
+"$BIN/flurry-relay" -disable-tls -addr "$RELAY_ADDR" -forward "$TARGET_ADDR" 2>"$OUT/relay.log" &
+relay=$!; pids+=("$relay")
+wait_port "$RELAY_ADDR"
+"$BIN/flurry-loadgen" relay -url "ws://$RELAY_ADDR/" -pid "$relay" -carriers 1000,5000,10000 \
+	-serve-target "$TARGET_ADDR" -throughput-carriers 4 -duration "$DURATION" \
+	-json "$OUT/relay.json" -svg "$OUT/relay.svg"
+kill "$relay"
+echo "results in $OUT/"
