@@ -59,8 +59,8 @@ func DecodeClientPollRequest(b []byte) (ClientPollRequest, error) {
 	if !ok || string(version) != ClientVersion {
 		return ClientPollRequest{}, ErrUnknownVersion
 	}
-	var r ClientPollRequest
-	if err := unmarshal(body, &r); err != nil {
+	r, err := parseClientPollRequest(body)
+	if err != nil {
 		return ClientPollRequest{}, err
 	}
 	if r.Fingerprint == "" {
@@ -152,8 +152,8 @@ func DecodeClientPollResponse(b []byte) (ClientPollResponse, error) {
 	if err := checkBody(b); err != nil {
 		return ClientPollResponse{}, err
 	}
-	var r ClientPollResponse
-	if err := unmarshal(b, &r); err != nil {
+	r, err := parseClientPollResponse(b)
+	if err != nil {
 		return ClientPollResponse{}, err
 	}
 	if err := r.validate(); err != nil {
@@ -173,7 +173,7 @@ func (r ClientPollResponse) validate() error {
 		return fmt.Errorf("%w: control character in error text", ErrMalformed)
 	}
 	if r.Answer != "" {
-		if _, err := DecodeSessionDescription(r.Answer); err != nil {
+		if err := checkSessionDescription(r.Answer); err != nil {
 			return err
 		}
 	}
@@ -187,5 +187,5 @@ func (r ClientPollResponse) Encode() ([]byte, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
-	return json.Marshal(r)
+	return r.marshal(), nil
 }

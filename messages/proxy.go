@@ -57,8 +57,8 @@ func DecodeProxyPollRequest(b []byte) (ProxyPollRequest, error) {
 	if err := checkBody(b); err != nil {
 		return ProxyPollRequest{}, err
 	}
-	var r ProxyPollRequest
-	if err := unmarshal(b, &r); err != nil {
+	r, err := parseProxyPollRequest(b)
+	if err != nil {
 		return ProxyPollRequest{}, err
 	}
 	if err := checkProxyVersion(r.Version); err != nil {
@@ -164,8 +164,8 @@ func DecodeProxyPollResponse(b []byte) (ProxyPollResponse, error) {
 	if err := checkBody(b); err != nil {
 		return ProxyPollResponse{}, err
 	}
-	var r ProxyPollResponse
-	if err := unmarshal(b, &r); err != nil {
+	r, err := parseProxyPollResponse(b)
+	if err != nil {
 		return ProxyPollResponse{}, err
 	}
 	if r.Status == "" {
@@ -228,7 +228,7 @@ func (r ProxyPollResponse) Encode() ([]byte, error) {
 		}
 	}
 	r.NextPoll = clampNextPoll(r.NextPoll)
-	return json.Marshal(r)
+	return r.marshal(), nil
 }
 
 // ProxyAnswerRequest is what a proxy POSTs to the broker's /answer endpoint
@@ -253,8 +253,8 @@ func DecodeProxyAnswerRequest(b []byte) (ProxyAnswerRequest, error) {
 	if err := checkBody(b); err != nil {
 		return ProxyAnswerRequest{}, err
 	}
-	var r ProxyAnswerRequest
-	if err := unmarshal(b, &r); err != nil {
+	r, err := parseProxyAnswerRequest(b)
+	if err != nil {
 		return ProxyAnswerRequest{}, err
 	}
 	if err := r.validate(); err != nil {
@@ -273,8 +273,7 @@ func (r ProxyAnswerRequest) validate() error {
 	if r.Answer == "" {
 		return ErrMissingAnswer
 	}
-	_, err := DecodeSessionDescription(r.Answer)
-	return err
+	return checkSessionDescription(r.Answer)
 }
 
 // Encode serializes r as a version 1.3 request, whatever r.Version says.
@@ -305,8 +304,8 @@ func DecodeProxyAnswerResponse(b []byte) (ProxyAnswerResponse, error) {
 	if err := checkBody(b); err != nil {
 		return ProxyAnswerResponse{}, err
 	}
-	var r ProxyAnswerResponse
-	if err := unmarshal(b, &r); err != nil {
+	r, err := parseProxyAnswerResponse(b)
+	if err != nil {
 		return ProxyAnswerResponse{}, err
 	}
 	switch r.Status {

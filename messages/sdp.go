@@ -53,6 +53,19 @@ func validSDPType(t string) bool {
 // failure wraps ErrInvalidSessionDescription; the text is "malformed session
 // description: <reason>".
 func DecodeSessionDescription(s string) (SessionDescription, error) {
+	return decodeSessionDescription(s, true)
+}
+
+// checkSessionDescription is DecodeSessionDescription for validation only:
+// the same checks and errors, without building the SDP text.
+func checkSessionDescription(s string) error {
+	_, err := decodeSessionDescription(s, false)
+	return err
+}
+
+// decodeSessionDescription implements DecodeSessionDescription; without
+// keepSDP the result's SDP is left empty (when the fast path takes s).
+func decodeSessionDescription(s string, keepSDP bool) (SessionDescription, error) {
 	if len(s) > MaxSessionDescriptionLength {
 		return SessionDescription{}, fmt.Errorf("%w: longer than %d bytes", ErrInvalidSessionDescription, MaxSessionDescriptionLength)
 	}
@@ -62,20 +75,20 @@ func DecodeSessionDescription(s string) (SessionDescription, error) {
 	if hasControl(s) {
 		return SessionDescription{}, fmt.Errorf("%w: control character", ErrInvalidSessionDescription)
 	}
-	var w sessionDescriptionWire
-	if err := json.Unmarshal([]byte(s), &w); err != nil {
+	typ, typeOK, sdp, sdpOK, err := parseSessionDescription(s, keepSDP)
+	if err != nil {
 		return SessionDescription{}, fmt.Errorf("%w: %w", ErrInvalidSessionDescription, err)
 	}
-	if w.Type == nil {
+	if !typeOK {
 		return SessionDescription{}, fmt.Errorf("%w: no type", ErrInvalidSessionDescription)
 	}
-	if w.SDP == nil {
+	if !sdpOK {
 		return SessionDescription{}, fmt.Errorf("%w: no sdp", ErrInvalidSessionDescription)
 	}
-	if !validSDPType(*w.Type) {
+	if !validSDPType(typ) {
 		return SessionDescription{}, fmt.Errorf("%w: unknown type", ErrInvalidSessionDescription)
 	}
-	return SessionDescription{Type: *w.Type, SDP: *w.SDP}, nil
+	return SessionDescription{Type: typ, SDP: sdp}, nil
 }
 
 // Encode serializes d as Go's encoding/json (and so Snowflake) writes it:

@@ -164,7 +164,21 @@ func isPlainText(s string, allowSpace bool) bool {
 // hasControl reports whether s holds a C0 or C1 control character, DEL, or
 // the Unicode line and paragraph separators. s must be valid UTF-8.
 func hasControl(s string) bool {
-	for i := 0; i < len(s); {
+	// Skip 8 bytes at a time while they are printable ASCII (0x20..0x7e).
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		y := x ^ 0x7f*lo // a zero byte where x has DEL
+		// With no high bit in x, (x - 0x20*lo) sets a byte's high bit
+		// exactly where that byte is below 0x20 or a borrow came from a
+		// lower such byte (so only if there is one).
+		if (x|(x-0x20*lo)|((y-lo)&^y))&hi != 0 {
+			break
+		}
+	}
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c < 0x20 || c == 0x7f {
@@ -268,6 +282,5 @@ func validateOffer(s string) error {
 	if s == "" {
 		return ErrMissingOffer
 	}
-	_, err := DecodeSessionDescription(s)
-	return err
+	return checkSessionDescription(s)
 }
