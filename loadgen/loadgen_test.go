@@ -366,7 +366,10 @@ func TestRunBrokerFake(t *testing.T) {
 		}
 		matches += s.Matches
 	}
-	if res.Proxy.Matches < matches || res.Proxy.AnswersSuccess < matches || res.Proxy.Errors != 0 || res.Proxy.AnswerErrors != 0 {
+	// A proxy's answer can reach the client and then be cut off by the end
+	// of the run before the proxy sees "success": at most one per proxy.
+	inFlight := int64(cfg.Proxies)
+	if res.Proxy.Matches < matches || res.Proxy.AnswersSuccess < matches-inFlight || res.Proxy.Errors != 0 || res.Proxy.AnswerErrors != 0 {
 		t.Errorf("proxy counts %+v do not cover %d client matches", res.Proxy, matches)
 	}
 	if got := fb.answers.Load(); got < matches {
