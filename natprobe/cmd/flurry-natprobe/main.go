@@ -43,6 +43,7 @@ func run() int {
 		disableTLS    = fs.Bool("disable-tls", false, "serve plain HTTP (behind a TLS-terminating front end, or for tests)")
 		stun          = fs.String("stun", "", "comma-separated STUN `URLs` so that answers carry the probe's NATed address; empty: host candidates only")
 		keepLocal     = fs.Bool("keep-local-addresses", false, "keep private candidates in answers (lab setups)")
+		loopbackOnly  = fs.Bool("loopback-only", false, "gather WebRTC candidates on loopback only (tests and the demo on one machine)")
 		unsafeLogging = fs.Bool("unsafe-logging", false, "do not scrub IP addresses from the log")
 		verbose       = fs.Bool("verbose", false, "debug logging")
 		version       = fs.Bool("version", false, "print the version and exit")
@@ -98,7 +99,7 @@ func run() int {
 		return 2
 	}
 
-	cfg := natprobe.Config{KeepLocalAddresses: *keepLocal, Logger: log}
+	cfg := natprobe.Config{KeepLocalAddresses: *keepLocal, LoopbackOnly: *loopbackOnly, Logger: log}
 	if *stun != "" {
 		cfg.STUNURLs = strings.Split(*stun, ",")
 	}

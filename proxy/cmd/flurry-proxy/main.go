@@ -46,6 +46,7 @@ func run() int {
 		nonTLS         = fs.Bool("allow-non-tls-relay", false, "allow ws:// relays (unencrypted)")
 		private        = fs.Bool("allow-proxying-to-private-addresses", false, "allow relays whose addresses (literal or resolved) are private, loopback or link-local")
 		keepLocal      = fs.Bool("keep-local-addresses", false, "keep private and loopback candidates in answers")
+		loopbackOnly   = fs.Bool("loopback-only", false, "gather WebRTC candidates on loopback only, with no STUN and no mDNS (tests and the demo on one machine)")
 		outbound       = fs.String("outbound-address", "", "public `IP` to announce in place of host candidate addresses (not with -keep-local-addresses)")
 		ports          = fs.String("ephemeral-ports-range", "", "UDP port range `min:max` for WebRTC; empty: any port")
 		natProbe       = fs.String("nat-probe-server", "", "NAT probe `URL` (Snowflake probetest or flurry-natprobe); empty: no probe, NAT type stays unknown")
@@ -102,6 +103,7 @@ func run() int {
 		AllowPrivateRelay:   *private,
 		Capacity:            *capacity,
 		KeepLocalAddresses:  *keepLocal,
+		LoopbackOnly:        *loopbackOnly,
 		OutboundAddress:     *outbound,
 		NATProbeURL:         *natProbe,
 		NATRetestInterval:   *natRetest,
