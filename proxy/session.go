@@ -201,8 +201,12 @@ func (s *session) unblock() {
 		s.rwc.SetReadDeadline(now)
 	}
 	if s.ws != nil {
-		s.ws.SetReadDeadline(now)
-		s.ws.SetWriteDeadline(now)
+		// Deadlines go on the socket itself: gorilla's SetWriteDeadline only
+		// records a field that a concurrent WriteMessage reads (a data race),
+		// while net.Conn deadlines are safe from any goroutine and unblock a
+		// write in progress at once.
+		s.ws.NetConn().SetReadDeadline(now)
+		s.ws.NetConn().SetWriteDeadline(now)
 	}
 }
 
