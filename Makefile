@@ -13,13 +13,16 @@ STATICCHECK_VERSION ?= v0.8.2
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help build test fmt-check vet race bench-smoke bench loadtest fuzz lint clean
+.PHONY: help demo build test fmt-check vet race bench-smoke bench loadtest fuzz lint clean
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
 	@echo
 	@echo 'Variables: FUZZTIME=$(FUZZTIME) (per fuzz target), BENCHTIME=$(BENCHTIME), BENCHCOUNT=$(BENCHCOUNT), PKGS=$(PKGS)'
+
+demo: ## Run the whole system on loopback and download a 20 MiB file through it (no flags, no internet, no root)
+	$(GO) run ./demo/cmd/flurry-demo
 
 build: ## Build every cmd/* binary into ./bin (-trimpath, reproducible)
 	@mkdir -p $(BIN)

@@ -1,0 +1,349 @@
+package client_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flurrypt/flurry/client"
+)
+
+// hangGuard bounds how long a chain test may block; nothing is
+// synchronised on it.
+const hangGuard = 90 * time.Second
+
+// transferSize is how much each chain test echoes. The race detector slows
+// pion's DTLS and SCTP and KCP by an order of magnitude on two cores, so
+// under -race the transfer is smaller (see race_test.go).
+var transferSize = 20 << 20
+
+func init() {
+	if raceEnabled {
+		transferSize = 6 << 20
+	}
+}
+
+// testLogger logs to t (only shown for failing tests or -v).
+func testLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Helper()
+	w.tb.Log(string(p))
+	return len(p), nil
+}
+
+// transferResult is what echoTransfer measured.
+type transferResult struct {
+	sent, received [32]byte
+	// maxGap is the longest wait between two reads after the mark
+	// (longest stall after the proxy was lost).
+	maxGap time.Duration
+}
+
+// echoTransfer writes size pseudo-random bytes to conn while reading the
+// echo back, and returns both digests. When the reader has received
+// markAt bytes it calls mark (once) and from then on measures the gaps
+// between reads.
+func echoTransfer(tb testing.TB, conn net.Conn, size, markAt int, mark func()) transferResult {
+	tb.Helper()
+	if err := conn.SetDeadline(time.Now().Add(hangGuard)); err != nil {
+		tb.Fatal(err)
+	}
+	var res transferResult
+	var wg sync.WaitGroup
+	var writeErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		src := rand.NewChaCha8([32]byte{1, 2, 3})
+		h := sha256.New()
+		buf := make([]byte, 32<<10)
+		for left := size; left > 0; {
+			n := min(left, len(buf))
+			_, _ = src.Read(buf[:n])
+			h.Write(buf[:n])
+			if _, err := conn.Write(buf[:n]); err != nil {
+				writeErr = err
+				return
+			}
+			left -= n
+		}
+		copy(res.sent[:], h.Sum(nil))
+	}()
+
+	h := sha256.New()
+	buf := make([]byte, 32<<10)
+	got := 0
+	marked := false
+	var last time.Time
+	for got < size {
+		n, err := conn.Read(buf[:min(len(buf), size-got)])
+		now := time.Now()
+		if n > 0 {
+			h.Write(buf[:n])
+			got += n
+			if marked {
+				res.maxGap = max(res.maxGap, now.Sub(last))
+			}
+			last = now
+			if !marked && got >= markAt && mark != nil {
+				marked = true
+				mark()
+				last = time.Now()
+			}
+		}
+		if err != nil {
+			wg.Wait()
+			tb.Fatalf("read after %d of %d bytes: %v", got, size, err)
+		}
+	}
+	wg.Wait()
+	if writeErr != nil {
+		tb.Fatalf("write: %v", writeErr)
+	}
+	copy(res.received[:], h.Sum(nil))
+	return res
+}
+
+// drainEvents collects events until want kinds have been seen, or fails.
+func waitEvent(tb testing.TB, events <-chan client.Event, kind client.EventKind) client.Event {
+	tb.Helper()
+	timeout := time.NewTimer(hangGuard)
+	defer timeout.Stop()
+	for {
+		select {
+		case e := <-events:
+			tb.Logf("event: %v", e)
+			if e.Kind == kind {
+				return e
+			}
+		case <-timeout.C:
+			tb.Fatalf("no %v event", kind)
+		}
+	}
+}
+
+// newLoopbackClient returns a client of the given broker, restricted to
+// loopback.
+func newLoopbackClient(tb testing.TB, brokerURL string, maxProxies int, events chan client.Event) *client.Client {
+	tb.Helper()
+	c, err := client.New(client.Config{
+		BrokerURL:    brokerURL,
+		LoopbackOnly: true,
+		Max:          maxProxies,
+		Events:       events,
+		Logger:       testLogger(tb),
+		RetryMin:     100 * time.Millisecond,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestInProcessEcho sends transferSize bytes through client → test broker →
+// test proxy → test relay → echo and checks every byte comes back.
+func TestInProcessEcho(t *testing.T) {
+	relay := startTestRelay(t)
+	p1 := newTestProxy(t, "p1", relay)
+	broker := startTestBroker(t, p1)
+	c := newLoopbackClient(t, broker.URL(), 1, nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	conn, err := c.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	res := echoTransfer(t, conn, transferSize, transferSize, nil)
+	t.Logf("%d bytes echoed in %v; session stats %+v", transferSize, time.Since(start), conn.Stats())
+	if res.sent != res.received {
+		t.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
+	}
+}
+
+// TestInProcessFailover closes the serving proxy a third of the way into
+// the transfer (max=1): the session must move to the second proxy through
+// a new rendezvous, and the transfer must complete with every byte once,
+// in order.
+func TestInProcessFailover(t *testing.T) {
+	relay := startTestRelay(t)
+	p1 := newTestProxy(t, "p1", relay)
+	p2 := newTestProxy(t, "p2", relay)
+	broker := startTestBroker(t, p1, p2)
+	events := make(chan client.Event, 256)
+	c := newLoopbackClient(t, broker.URL(), 1, events)
+
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	conn, err := c.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitEvent(t, events, client.EventProxyConnected)
+
+	res := echoTransfer(t, conn, transferSize, transferSize/3, func() {
+		if p1.served.Load() != 1 || p2.served.Load() != 0 {
+			t.Errorf("p1 served %d, p2 served %d before the failover", p1.served.Load(), p2.served.Load())
+		}
+		t.Logf("closing p1 at %v", time.Now().Format("15:04:05.000"))
+		p1.CloseGracefully()
+	})
+	t.Logf("longest stall after closing the proxy: %v", res.maxGap)
+	if res.sent != res.received {
+		t.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
+	}
+	if p2.served.Load() != 1 {
+		t.Errorf("p2 served %d DataChannels, want 1", p2.served.Load())
+	}
+	if st := conn.Stats(); st.ProxiesConnected != 2 {
+		t.Errorf("session used %d proxies, want 2", st.ProxiesConnected)
+	}
+	e := waitEvent(t, events, client.EventProxyLost)
+	if e.Err == nil {
+		t.Error("proxy lost without a reason")
+	}
+}
+
+// TestInProcessMultipathKill runs max=2 over two proxies and kills one
+// silently (it drops every packet, as a SIGKILLed process would) in the
+// middle of the transfer. The transfer must complete intact; the longest
+// stall is logged.
+func TestInProcessMultipathKill(t *testing.T) {
+	relay := startTestRelay(t)
+	p1 := newTestProxy(t, "p1", relay)
+	p2 := newTestProxy(t, "p2", relay)
+	p3 := newTestProxy(t, "p3", relay)
+	broker := startTestBroker(t, p1, p2, p3)
+	events := make(chan client.Event, 256)
+	c := newLoopbackClient(t, broker.URL(), 2, events)
+
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	conn, err := c.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitEvent(t, events, client.EventProxyConnected)
+	waitEvent(t, events, client.EventProxyConnected)
+
+	var killedAt time.Time
+	res := echoTransfer(t, conn, transferSize, transferSize/3, func() {
+		killedAt = time.Now()
+		t.Logf("killing p1 at %v", killedAt.Format("15:04:05.000"))
+		p1.Kill()
+	})
+	t.Logf("max=2, one proxy killed: longest stall %v (transfer of %d bytes)", res.maxGap, transferSize)
+	if res.sent != res.received {
+		t.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
+	}
+	e := waitEvent(t, events, client.EventProxyLost)
+	t.Logf("dead proxy noticed %v after the kill: %v", e.Time.Sub(killedAt).Round(time.Millisecond), e.Err)
+}
+
+func TestDialContextEnds(t *testing.T) {
+	relay := startTestRelay(t)
+	p1 := newTestProxy(t, "p1", relay)
+	p1.Kill() // the broker skips it: "no proxies"
+	broker := startTestBroker(t, p1)
+	c := newLoopbackClient(t, broker.URL(), 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := c.Dial(ctx)
+	if !errors.Is(err, client.ErrNoProxy) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Dial = %v, want ErrNoProxy and DeadlineExceeded", err)
+	}
+	if !errors.Is(err, client.ErrBroker) {
+		t.Errorf("Dial error %v does not carry the broker's error", err)
+	}
+}
+
+// TestNATPolicy checks Snowflake's policy: with the NAT type unknown (no
+// STUN server) the client claims "unrestricted" until a DataChannel fails
+// to open, and sends "unknown" from then on.
+func TestNATPolicy(t *testing.T) {
+	relay := startTestRelay(t)
+	dead := newTestProxy(t, "dead", relay)
+	dead.Blackhole() // answers offers, but no packet gets through
+	good := newTestProxy(t, "good", relay)
+	broker := startTestBroker(t, dead, good)
+	events := make(chan client.Event, 64)
+	c, err := client.New(client.Config{
+		BrokerURL:          broker.URL(),
+		LoopbackOnly:       true,
+		DataChannelTimeout: 300 * time.Millisecond,
+		RetryMin:           10 * time.Millisecond,
+		Events:             events,
+		Logger:             testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	conn, err := c.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	failed := waitEvent(t, events, client.EventProxyFailed)
+	if failed.Err == nil {
+		t.Error("failure without a reason")
+	}
+	if got := broker.NATs(); len(got) != 2 || got[0] != "unrestricted" || got[1] != "unknown" {
+		t.Errorf("NAT types sent: %q, want [unrestricted unknown]", got)
+	}
+	if c.NATType() != "unknown" {
+		t.Errorf("NATType = %q", c.NATType())
+	}
+}
+
+// BenchmarkInProcessEcho measures echo throughput through one session over
+// the in-test proxy and relay on loopback (WebRTC, KCP and smux included).
+func BenchmarkInProcessEcho(b *testing.B) {
+	for _, maxProxies := range []int{1, 2} {
+		b.Run(fmt.Sprintf("max=%d", maxProxies), func(b *testing.B) {
+			relay := startTestRelay(b)
+			broker := startTestBroker(b, newTestProxy(b, "p1", relay), newTestProxy(b, "p2", relay))
+			events := make(chan client.Event, 64)
+			c := newLoopbackClient(b, broker.URL(), maxProxies, events)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			conn, err := c.Dial(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			for range maxProxies {
+				waitEvent(b, events, client.EventProxyConnected)
+			}
+			const chunk = 1 << 20
+			b.SetBytes(chunk)
+			b.ReportAllocs()
+			for b.Loop() {
+				res := echoTransfer(b, conn, chunk, chunk, nil)
+				if res.sent != res.received {
+					b.Fatal("digest mismatch")
+				}
+			}
+		})
+	}
+}

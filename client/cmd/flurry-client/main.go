@@ -1,0 +1,489 @@
+// Command flurry-client is Flurry's client: a Tor pluggable transport
+// ("snowflake", wire-compatible with Snowflake v2.14.1) that reaches a bridge
+// through volunteer WebRTC proxies, or, with -socks, a plain SOCKS5 proxy
+// whose every connection is carried to whatever the relay forwards to.
+// See docs/client.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	pt "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/goptlib"
+
+	"github.com/flurrypt/flurry/client"
+	"github.com/flurrypt/flurry/common/safelog"
+)
+
+const version = "0.1.0"
+
+// methodName is the transport name tor knows us by (Snowflake's).
+const methodName = "snowflake"
+
+// dialTimeout bounds the wait for a session's first proxy.
+const dialTimeout = 2 * time.Minute
+
+// copyBufferSize is the buffer of each direction of a SOCKS connection.
+const copyBufferSize = 16 << 10
+
+// exampleBridgeLine is Tor's Snowflake bridge line, shown when no broker is
+// configured. It is only an example: nothing defaults to it.
+const exampleBridgeLine = `Bridge snowflake 192.0.2.3:80 2B280B23E1107BB62ABFC40DDCC8824814F80A72 fingerprint=2B280B23E1107BB62ABFC40DDCC8824814F80A72 url=https://1098762253.rsc.cdn77.org/ fronts=www.cdn77.com,www.phpmyadmin.net ice=stun:stun.antisip.com:3478,stun:stun.epygi.com:3478,stun:stun.uls.co.za:3478,stun:stun.voipgate.com:3478 utls-imitate=hellorandomizedalpn`
+
+type flags struct {
+	url, front, fronts, ice, ampcache, sqsqueue, sqscreds, covertDTLS string
+	maxProxies                                                        int
+	logFile                                                           string
+	logToStateDir, keepLocal, unsafeLogging, showVersion              bool
+	socks                                                             string
+	loopbackOnly                                                      bool
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (*flags, error) {
+	var f flags
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: %s [flags]
+
+flurry-client reaches a Snowflake or Flurry bridge through volunteer WebRTC
+proxies found by a broker. It speaks Snowflake v2.14.1's protocol.
+
+Under tor (TOR_PT_* environment) it is a managed pluggable transport named
+"snowflake": the bridge line's arguments (url=, fronts=, ice=, max=,
+fingerprint=, utls-imitate=, ...) override the flags below. torrc:
+
+  UseBridges 1
+  ClientTransportPlugin snowflake exec /usr/bin/flurry-client -log /var/log/tor/flurry-client.log
+  %s
+
+Without tor, -socks ADDR runs a plain SOCKS5 proxy: every connection is
+carried through a proxy to the relay, which forwards it to its own target
+(tor's ORPort, or the relay's -forward address). The destination named in
+the SOCKS CONNECT request is NOT used, as with Snowflake.
+
+  flurry-client -url https://broker.example/ -socks 127.0.0.1:1080
+
+No flag defaults to a public host: set -url (or url= in the bridge line).
+
+Flags:
+`, fs.Name(), exampleBridgeLine)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&f.url, "url", "", "URL of the broker (the bridge line's url=)")
+	fs.StringVar(&f.front, "front", "", "front domain(s), comma-separated (legacy; see -fronts)")
+	fs.StringVar(&f.fronts, "fronts", "", "comma-separated front domains: each broker request goes to a random one, with the broker's host in the Host header")
+	fs.StringVar(&f.ice, "ice", "", "comma-separated STUN servers (stun:host:port); empty means none")
+	fs.IntVar(&f.maxProxies, "max", client.DefaultMax, "number of proxies to keep connected (2 or more: all carry traffic at once)")
+	fs.StringVar(&f.ampcache, "ampcache", "", "AMP cache URL for rendezvous (not supported yet)")
+	fs.StringVar(&f.sqsqueue, "sqsqueue", "", "SQS queue URL for rendezvous (not supported yet)")
+	fs.StringVar(&f.sqscreds, "sqscreds", "", "credentials for -sqsqueue (not supported yet)")
+	fs.StringVar(&f.covertDTLS, "covertdtls-config", "disable", "covert DTLS mode (only \"disable\" is supported)")
+	fs.StringVar(&f.logFile, "log", "", "append logs to this file (default: no logs under tor, stderr with -socks)")
+	fs.BoolVar(&f.logToStateDir, "log-to-state-dir", false, "resolve -log relative to tor's pluggable-transport state directory")
+	fs.BoolVar(&f.logToStateDir, "logToStateDir", false, "deprecated alias of -log-to-state-dir")
+	fs.BoolVar(&f.keepLocal, "keep-local-addresses", false, "offer local (private, loopback) addresses as ICE candidates")
+	fs.BoolVar(&f.keepLocal, "keepLocalAddresses", false, "deprecated alias of -keep-local-addresses")
+	fs.BoolVar(&f.unsafeLogging, "unsafe-logging", false, "do not scrub IP addresses from logs")
+	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
+	fs.StringVar(&f.socks, "socks", "", "run a plain SOCKS5 proxy on this address instead of a tor pluggable transport (e.g. 127.0.0.1:1080)")
+	fs.BoolVar(&f.loopbackOnly, "loopback-only", false, "use only loopback addresses for WebRTC, no STUN (tests and local demos)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return &f, nil
+}
+
+// baseConfig turns the flags into a client.Config (bridge-line arguments
+// are applied per connection).
+func (f *flags) baseConfig(logger *slog.Logger) (client.Config, error) {
+	cfg := client.Config{
+		BrokerURL:          f.url,
+		ICEServers:         splitList(f.ice),
+		Max:                f.maxProxies,
+		AMPCacheURL:        f.ampcache,
+		SQSQueueURL:        f.sqsqueue,
+		SQSCredentials:     f.sqscreds,
+		KeepLocalAddresses: f.keepLocal,
+		LoopbackOnly:       f.loopbackOnly,
+		Logger:             logger,
+	}
+	switch {
+	case f.fronts != "":
+		cfg.Fronts = splitList(f.fronts)
+	case f.front != "":
+		cfg.Fronts = splitList(f.front)
+	}
+	if f.covertDTLS != "" && !strings.EqualFold(f.covertDTLS, "disable") {
+		return cfg, fmt.Errorf("-covertdtls-config %q: %w", f.covertDTLS, client.ErrNotSupported)
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func versionString() string {
+	v := version
+	if info, ok := debug.ReadBuildInfo(); ok {
+		var rev string
+		var modified bool
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if len(rev) >= 8 {
+			v += " (" + rev[:8]
+			if modified {
+				v += "*"
+			}
+			v += ")"
+		}
+	}
+	return v
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("flurry-client", flag.ContinueOnError)
+	f, err := parseFlags(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if f.showVersion {
+		fmt.Fprintf(os.Stderr, "flurry-client %s\n", versionString())
+		return 0
+	}
+	managed := f.socks == ""
+	if managed && os.Getenv("TOR_PT_MANAGED_TRANSPORT_VER") == "" {
+		fmt.Fprintln(os.Stderr, "flurry-client: not started by tor (no TOR_PT_* environment); use -socks ADDR to run a plain SOCKS5 proxy, or -h for help")
+		return 2
+	}
+	if !managed && f.url == "" && f.sqsqueue == "" {
+		fmt.Fprintf(os.Stderr, "flurry-client: set -url to the broker's URL (and -fronts, -ice as your bridge line says). For example, Tor's Snowflake bridge line is:\n  %s\n", exampleBridgeLine)
+		return 2
+	}
+
+	logger, closeLog, err := newLogger(f, managed)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if managed {
+			pt.Log(pt.LogSeverityError, err.Error())
+		}
+		return 1
+	}
+	defer closeLog()
+
+	base, err := f.baseConfig(logger)
+	if err == nil {
+		// Check the flags once, so that a mistake shows at startup. A
+		// missing url is fine under tor: bridge lines carry it.
+		var c *client.Client
+		c, err = client.New(base)
+		if c != nil {
+			_ = c.Close()
+		}
+		if errors.Is(err, client.ErrNoRendezvous) && managed {
+			logger.Info("no -url: each bridge line must carry url=")
+			err = nil
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flurry-client:", err)
+		if managed {
+			pt.Log(pt.LogSeverityError, err.Error())
+		}
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	srv := &server{base: base, log: logger, clients: make(map[string]*client.Client)}
+	if managed {
+		return srv.runManaged(ctx, stop)
+	}
+	return srv.runSOCKS(ctx, f.socks)
+}
+
+// newLogger opens the log: -log (relative to the state directory with
+// -log-to-state-dir), else nothing under tor (tor reads our stderr; writing
+// there can block old tors) and stderr with -socks. IP addresses are
+// scrubbed unless -unsafe-logging.
+func newLogger(f *flags, managed bool) (*slog.Logger, func(), error) {
+	var w io.Writer
+	closeLog := func() {}
+	switch {
+	case f.logFile != "":
+		path := f.logFile
+		if f.logToStateDir {
+			dir, err := pt.MakeStateDir()
+			if err != nil {
+				return nil, nil, fmt.Errorf("state directory: %w", err)
+			}
+			path = filepath.Join(dir, f.logFile)
+		}
+		file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open log: %w", err)
+		}
+		w, closeLog = file, func() { _ = file.Close() }
+	case managed:
+		return slog.New(slog.DiscardHandler), closeLog, nil
+	default:
+		w = os.Stderr
+	}
+	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})
+	if !f.unsafeLogging {
+		h = safelog.NewHandler(h)
+	}
+	return slog.New(h), closeLog, nil
+}
+
+// server accepts SOCKS connections and carries each through a session.
+type server struct {
+	base client.Config
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	clients map[string]*client.Client // by bridge arguments, so NAT detection runs once per bridge
+	wg      sync.WaitGroup            // connection handlers
+}
+
+// runManaged is the tor pluggable-transport mode.
+func (s *server) runManaged(ctx context.Context, stop context.CancelFunc) int {
+	info, err := pt.ClientSetup(nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flurry-client:", err)
+		return 1
+	}
+	pt.ReportVersion("flurry-client", versionString())
+	if info.ProxyURL != nil {
+		// Snowflake sends its WebRTC and broker traffic through tor's
+		// SOCKS5 proxy; this client does not support that yet.
+		_ = pt.ProxyError("proxy is not supported by flurry-client")
+		return 1
+	}
+	if os.Getenv("TOR_PT_EXIT_ON_STDIN_CLOSE") == "1" {
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			s.log.Info("stdin closed: exiting")
+			stop()
+		}()
+	}
+
+	var listeners []*pt.SocksListener
+	for _, name := range info.MethodNames {
+		if name != methodName {
+			_ = pt.CmethodError(name, "no such method")
+			continue
+		}
+		ln, err := pt.ListenSocks("tcp", "127.0.0.1:0")
+		if err != nil {
+			_ = pt.CmethodError(name, err.Error())
+			continue
+		}
+		listeners = append(listeners, ln)
+		pt.Cmethod(name, ln.Version(), ln.Addr())
+		s.log.Info("listening", "method", name, "addr", ln.Addr().String())
+	}
+	pt.CmethodsDone()
+	if len(listeners) == 0 {
+		return 1
+	}
+	events := make(chan client.Event, 64)
+	s.base.Events = events
+	var evWG sync.WaitGroup
+	evWG.Add(1)
+	go func() {
+		defer evWG.Done()
+		for {
+			select {
+			case e := <-events:
+				pt.Log(pt.LogSeverityNotice, safelog.Scrub(e.String()))
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for _, ln := range listeners {
+		s.wg.Add(1)
+		go s.acceptLoop(ctx, ln)
+	}
+	<-ctx.Done()
+	for _, ln := range listeners {
+		_ = ln.Close()
+	}
+	s.shutdown()
+	evWG.Wait()
+	return 0
+}
+
+// runSOCKS is the plain SOCKS5 mode.
+func (s *server) runSOCKS(ctx context.Context, addr string) int {
+	ln, err := pt.ListenSocks("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flurry-client:", err)
+		return 1
+	}
+	s.log.Info("SOCKS5 proxy listening (the CONNECT destination is ignored: streams go to the relay's target)", "addr", ln.Addr().String())
+	fmt.Fprintf(os.Stderr, "flurry-client: SOCKS5 proxy on %s\n", ln.Addr())
+	s.wg.Add(1)
+	go s.acceptLoop(ctx, ln)
+	<-ctx.Done()
+	_ = ln.Close()
+	s.shutdown()
+	return 0
+}
+
+// shutdown closes every client (their sessions end, so handlers return) and
+// waits for the handlers.
+func (s *server) shutdown() {
+	s.mu.Lock()
+	clients := make([]*client.Client, 0, len(s.clients))
+	for _, c := range s.clients {
+		clients = append(clients, c)
+	}
+	clear(s.clients)
+	s.mu.Unlock()
+	for _, c := range clients {
+		_ = c.Close()
+	}
+	s.wg.Wait()
+}
+
+func (s *server) acceptLoop(ctx context.Context, ln *pt.SocksListener) {
+	defer s.wg.Done()
+	for {
+		conn, err := ln.AcceptSocks()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				s.log.Error("SOCKS accept failed", "error", err)
+			}
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(ctx, conn)
+		}()
+	}
+}
+
+// clientFor returns the client for a connection's bridge arguments,
+// creating it on first use.
+func (s *server) clientFor(args pt.Args) (*client.Client, error) {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%q=%q;", k, args[k])
+	}
+	key := b.String()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[key]; ok {
+		return c, nil
+	}
+	cfg, err := client.ApplyBridgeArgs(s.base, args)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.clients[key] = c
+	return c, nil
+}
+
+// handle carries one SOCKS connection through a new session.
+func (s *server) handle(ctx context.Context, conn *pt.SocksConn) {
+	defer conn.Close()
+	c, err := s.clientFor(conn.Req.Args)
+	if err != nil {
+		s.log.Error("bad bridge arguments", "error", err)
+		if errors.Is(err, client.ErrNoRendezvous) {
+			s.log.Error("example bridge line: " + exampleBridgeLine)
+		}
+		_ = conn.Reject()
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	stream, err := c.Dial(dctx)
+	cancel()
+	if err != nil {
+		s.log.Warn("no proxy for SOCKS connection", "error", err)
+		_ = conn.Reject()
+		return
+	}
+	defer stream.Close()
+	if err := conn.Grant(&net.TCPAddr{IP: net.IPv4zero, Port: 0}); err != nil {
+		return
+	}
+	// Copy both ways; when either direction ends, close both (and a
+	// shutdown closes the stream through the client).
+	done := make(chan struct{}, 2)
+	go func() {
+		buf := make([]byte, copyBufferSize)
+		_, _ = io.CopyBuffer(stream, conn, buf)
+		done <- struct{}{}
+	}()
+	go func() {
+		buf := make([]byte, copyBufferSize)
+		_, _ = io.CopyBuffer(conn, stream, buf)
+		done <- struct{}{}
+	}()
+	pending := 2
+	select {
+	case <-done:
+		pending--
+	case <-ctx.Done():
+	}
+	_ = stream.Close()
+	_ = conn.Close()
+	for ; pending > 0; pending-- {
+		<-done
+	}
+}

@@ -1,0 +1,266 @@
+package client
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flurrypt/flurry/client/internal/rendezvous"
+	"github.com/flurrypt/flurry/messages"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultMax      = 1
+	MaxMax          = 16
+	DefaultRetryMin = time.Second
+	DefaultRetryMax = 10 * time.Second // Snowflake's ReconnectTimeout
+)
+
+// Config configures a Client. It has a field for every bridge-line option
+// of Snowflake v2.14.1 (the name in parentheses); ApplyBridgeArgs fills them
+// from a bridge line. The zero value is not usable on its own: a rendezvous
+// method (BrokerURL) is required.
+type Config struct {
+	// BrokerURL is the broker's URL (url), e.g. https://broker.example/.
+	BrokerURL string
+
+	// Fronts are front domains for domain fronting (fronts, or the legacy
+	// front): each rendezvous goes to a random one of them, with the
+	// broker's host in the Host header.
+	Fronts []string
+
+	// AMPCacheURL is an AMP cache to rendezvous through (ampcache).
+	// Validated, but not supported yet: New returns ErrNotSupported.
+	AMPCacheURL string
+
+	// SQSQueueURL and SQSCredentials select SQS rendezvous (sqsqueue,
+	// sqscreds). Validated, but not supported yet: New returns
+	// ErrNotSupported.
+	SQSQueueURL    string
+	SQSCredentials string
+
+	// ICEServers are STUN URLs (ice), "stun:host[:port]". Other schemes
+	// are skipped with a warning, as Snowflake does. Empty means no ICE
+	// server: only host candidates, and the NAT type stays unknown.
+	ICEServers []string
+
+	// Max is how many proxies a session keeps connected (max); zero
+	// means 1. With 2 or more, every connected proxy carries traffic at
+	// once and a lost proxy costs at most a retransmission.
+	Max int
+
+	// BridgeFingerprint is the hex fingerprint of the bridge the broker
+	// should pick (fingerprint); empty means Snowflake's default bridge.
+	BridgeFingerprint string
+
+	// UTLSImitate names a TLS ClientHello to imitate for broker
+	// connections (utls-imitate), e.g. hellorandomizedalpn or
+	// hellochrome_auto; empty uses Go's TLS.
+	UTLSImitate string
+
+	// UTLSRemoveSNI leaves the server name out of the imitated ClientHello
+	// (utls-nosni).
+	UTLSRemoveSNI bool
+
+	// KeepLocalAddresses offers private and loopback addresses as ICE
+	// candidates (-keep-local-addresses).
+	KeepLocalAddresses bool
+
+	// LoopbackOnly restricts WebRTC to loopback interfaces and addresses,
+	// with mDNS off and no STUN (tests and demonstrations on one host).
+	// ICEServers must then be empty.
+	LoopbackOnly bool
+
+	// Logger receives the client's logs; nil discards them. Logs carry no
+	// IP address unless the handler lets them through: wrap it with
+	// safelog.NewHandler.
+	Logger *slog.Logger
+
+	// Events, if not nil, receives an Event for each step of every
+	// session. Sends never block: when the channel is full the event is
+	// dropped.
+	Events chan<- Event
+
+	// RendezvousTimeout bounds one exchange with the broker; zero means
+	// 15 s (the broker's 5 s budget plus the network).
+	RendezvousTimeout time.Duration
+
+	// GatherTimeout bounds ICE candidate gathering; zero means 5 s.
+	GatherTimeout time.Duration
+
+	// DataChannelTimeout bounds the wait for a DataChannel to open after
+	// the answer; zero means 10 s.
+	DataChannelTimeout time.Duration
+
+	// IdleTimeout drops a proxy that sends nothing for this long; zero
+	// means 20 s.
+	IdleTimeout time.Duration
+
+	// DeadPeerTimeout drops a proxy that ICE has not heard from (data or
+	// keepalive) for this long; zero means 1 s.
+	DeadPeerTimeout time.Duration
+
+	// RetryMin and RetryMax bound the pause after a failed attempt,
+	// which doubles from RetryMin to RetryMax; zero means 1 s and 10 s.
+	RetryMin, RetryMax time.Duration
+}
+
+// sqsQueueHost is the host shape of an SQS queue URL; its group is the
+// region (Snowflake's check).
+var sqsQueueHost = regexp.MustCompile(`^sqs\.([\w-]+)\.amazonaws\.com$`)
+
+// check fills defaults and validates cfg. hasRendezvous says an Option
+// supplies the rendezvous method.
+func (cfg *Config) check(hasRendezvous bool) error {
+	if cfg.Max == 0 {
+		cfg.Max = DefaultMax
+	}
+	if cfg.Max < 1 || cfg.Max > MaxMax {
+		return fmt.Errorf("%w: max must be between 1 and %d, not %d", ErrInvalidConfig, MaxMax, cfg.Max)
+	}
+	if cfg.BridgeFingerprint == "" {
+		cfg.BridgeFingerprint = messages.DefaultBridgeFingerprint
+	}
+	if _, err := messages.ParseFingerprint(cfg.BridgeFingerprint); err != nil {
+		return fmt.Errorf("%w: fingerprint: %w", ErrInvalidConfig, err)
+	}
+	if err := rendezvous.CheckUTLSName(cfg.UTLSImitate); err != nil {
+		return fmt.Errorf("%w: utls-imitate: %w", ErrInvalidConfig, err)
+	}
+	if cfg.LoopbackOnly && len(cfg.ICEServers) > 0 {
+		return fmt.Errorf("%w: loopback-only peers take no ICE servers", ErrInvalidConfig)
+	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = DefaultRetryMin
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = DefaultRetryMax
+	}
+	if cfg.RetryMax < cfg.RetryMin {
+		cfg.RetryMax = cfg.RetryMin
+	}
+	for _, d := range []time.Duration{cfg.RendezvousTimeout, cfg.GatherTimeout, cfg.DataChannelTimeout, cfg.IdleTimeout, cfg.DeadPeerTimeout} {
+		if d < 0 {
+			return fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
+		}
+	}
+
+	// Rendezvous: sqsqueue > ampcache+url > url (Snowflake's order).
+	if cfg.SQSQueueURL != "" {
+		if cfg.BrokerURL != "" || cfg.AMPCacheURL != "" {
+			return ErrMultipleRendezvous
+		}
+		u, err := url.Parse(cfg.SQSQueueURL)
+		if err != nil || u.Scheme != "https" || !sqsQueueHost.MatchString(u.Host) {
+			return fmt.Errorf("%w: sqsqueue must be https://sqs.<region>.amazonaws.com/...", ErrInvalidConfig)
+		}
+		if cfg.SQSCredentials == "" {
+			return fmt.Errorf("%w: sqsqueue needs sqscreds", ErrInvalidConfig)
+		}
+		if !hasRendezvous {
+			return fmt.Errorf("SQS rendezvous: %w", ErrNotSupported)
+		}
+		return nil
+	}
+	if cfg.BrokerURL != "" {
+		if _, err := rendezvous.ParseBrokerURL(cfg.BrokerURL); err != nil {
+			return fmt.Errorf("%w: url: %w", ErrInvalidConfig, err)
+		}
+	}
+	for _, f := range cfg.Fronts {
+		if _, err := rendezvous.NewHTTP(rendezvous.HTTPConfig{BrokerURL: "https://broker.invalid/", Fronts: []string{f}}); err != nil {
+			return fmt.Errorf("%w: front %q: %w", ErrInvalidConfig, f, err)
+		}
+	}
+	if cfg.AMPCacheURL != "" {
+		if cfg.BrokerURL == "" {
+			return fmt.Errorf("%w: ampcache needs url", ErrInvalidConfig)
+		}
+		u, err := url.Parse(cfg.AMPCacheURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("%w: ampcache must be an http(s) URL without query or fragment", ErrInvalidConfig)
+		}
+		if !hasRendezvous {
+			return fmt.Errorf("AMP cache rendezvous: %w", ErrNotSupported)
+		}
+		return nil
+	}
+	if cfg.BrokerURL == "" && !hasRendezvous {
+		return ErrNoRendezvous
+	}
+	return nil
+}
+
+// ApplyBridgeArgs returns cfg with the options of a bridge line applied
+// (tor passes them as SOCKS arguments; goptlib's pt.Args has this type).
+// Keys: url, front, fronts, ampcache, sqsqueue, sqscreds, ice, max,
+// fingerprint, utls-imitate, utls-nosni, covertdtls-config (only "disable"
+// is supported) and covertdtls-fingerprint (ignored when covert DTLS is
+// disabled). Unknown keys are ignored, as Snowflake does. Only the first
+// value of a repeated key counts.
+func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
+	get := func(key string) (string, bool) {
+		v, ok := args[key]
+		if !ok || len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	}
+	if v, ok := get("url"); ok {
+		cfg.BrokerURL = v
+	}
+	if v, ok := get("fronts"); ok && v != "" {
+		cfg.Fronts = splitList(v)
+	} else if v, ok := get("front"); ok {
+		cfg.Fronts = splitList(v)
+	}
+	if v, ok := get("ampcache"); ok {
+		cfg.AMPCacheURL = v
+	}
+	if v, ok := get("sqsqueue"); ok {
+		cfg.SQSQueueURL = v
+	}
+	if v, ok := get("sqscreds"); ok {
+		cfg.SQSCredentials = v
+	}
+	if v, ok := get("ice"); ok {
+		cfg.ICEServers = splitList(v)
+	}
+	if v, ok := get("max"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return cfg, fmt.Errorf("%w: max: not an integer", ErrInvalidConfig)
+		}
+		cfg.Max = n
+	}
+	if v, ok := get("fingerprint"); ok {
+		cfg.BridgeFingerprint = v
+	}
+	if v, ok := get("utls-imitate"); ok {
+		cfg.UTLSImitate = v
+	}
+	if v, ok := get("utls-nosni"); ok {
+		v = strings.ToLower(v)
+		cfg.UTLSRemoveSNI = v == "true" || v == "yes"
+	}
+	if v, ok := get("covertdtls-config"); ok && v != "" && !strings.EqualFold(v, "disable") {
+		return cfg, fmt.Errorf("covert DTLS: %w", ErrNotSupported)
+	}
+	return cfg, nil
+}
+
+// splitList splits a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(strings.TrimSpace(s), ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

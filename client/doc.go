@@ -1,0 +1,59 @@
+// Package client is an embeddable Flurry client: it reaches a relay (a
+// Snowflake bridge) through volunteer proxies, and it is wire-compatible
+// with Tor Snowflake v2.14.1, so it works with Snowflake's broker, proxies
+// and bridges as well as Flurry's.
+//
+//	c, err := client.New(client.Config{
+//		BrokerURL:  "https://broker.example/",
+//		Fronts:     []string{"cdn.example"},
+//		ICEServers: []string{"stun:stun.example:3478"},
+//		Max:        2,
+//	})
+//	...
+//	conn, err := c.Dial(ctx) // a net.Conn to whatever the relay forwards to (tor)
+//	...
+//	conn.Close()
+//	c.Close()
+//
+// # What Dial does
+//
+// Each Dial starts a session with a fresh random ClientID. The session
+// collects proxies: for each it creates a WebRTC offer, sends it to the
+// broker (HTTPS with optional domain fronting and uTLS: Config.BrokerURL,
+// Fronts, UTLSImitate), applies the proxy's answer and waits for the
+// DataChannel. On every DataChannel it sends the turbotunnel token and the
+// ClientID, then KCP packets in encapsulation frames; KCP and smux run over
+// all of the session's proxies together, so the stream survives proxies
+// coming and going and no byte is lost:
+//
+//	stream ⇄ smux v2 ⇄ KCP ⇄ multipath packet conn ⇄ DataChannel 1 ⇄ proxy 1 ⇄ relay
+//	                                               ⇄ DataChannel 2 ⇄ proxy 2 ⇄
+//
+// Dial returns once the first proxy is connected (or fails with ErrNoProxy
+// when its context ends first). The session keeps Config.Max proxies
+// connected until the stream is closed.
+//
+// # Beyond Snowflake
+//
+//   - Multipath: with Max ≥ 2 every connected proxy carries packets at
+//     once (Snowflake keeps the others idle), so losing one costs only the
+//     retransmission of the packets it held, and each proxy is the others'
+//     warm spare. A lost proxy is replaced in the background.
+//   - Fast failover: a proxy is dropped as soon as its DataChannel closes or
+//     ICE hears nothing from it (data or keepalive) for DeadPeerTimeout (1 s);
+//     a replacement rendezvous starts at once. Snowflake waits up to 20 s of
+//     silence and then up to 10 s for its next collection tick.
+//   - Deadlines on ICE gathering (Snowflake waits forever), on the broker
+//     exchange and on the DataChannel open.
+//   - NAT detection runs once per Client, not once per connection.
+//   - No globals, no log.Fatal: several Clients run in one process, errors
+//     are returned, logs go to Config.Logger and steps to Config.Events.
+//
+// # Not supported yet
+//
+// AMP cache (ampcache) and SQS (sqsqueue, sqscreds) rendezvous: the options
+// are validated, then New returns an error matching ErrNotSupported. The
+// Rendezvous interface (WithRendezvous) is where they will plug in. Covert
+// DTLS (covertdtls-config other than "disable") and a SOCKS5 proxy for the
+// client's own traffic (TOR_PT_PROXY) are not supported either.
+package client

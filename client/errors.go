@@ -1,0 +1,28 @@
+package client
+
+import "errors"
+
+// Configuration errors, returned by New (wrapped with details).
+var (
+	// ErrNoRendezvous: no broker URL (url), AMP cache or SQS queue.
+	ErrNoRendezvous = errors.New("no rendezvous method specified: set the broker URL (url=)")
+	// ErrMultipleRendezvous: sqsqueue together with url or ampcache.
+	ErrMultipleRendezvous = errors.New("multiple rendezvous methods specified")
+	// ErrNotSupported: a valid option this version does not implement
+	// yet (the AMP cache and SQS rendezvous methods).
+	ErrNotSupported = errors.New("not supported yet")
+	// ErrInvalidConfig: an option with an invalid value.
+	ErrInvalidConfig = errors.New("invalid configuration")
+)
+
+// Runtime errors.
+var (
+	// ErrClosed is returned by Dial after Close.
+	ErrClosed = errors.New("client closed")
+	// ErrBroker: the broker answered with an error instead of a proxy.
+	// The error text is one of the Broker* constants.
+	ErrBroker = errors.New("broker error")
+	// ErrNoProxy: Dial's context ended before any proxy connected; the
+	// error also wraps the last failure, if any.
+	ErrNoProxy = errors.New("no proxy connected")
+)

@@ -1,0 +1,88 @@
+package webrtcpeer
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseICEServer(t *testing.T) {
+	tests := []struct {
+		in, url, hostport string
+	}{
+		{in: "stun:stun.ekiga.net", url: "stun:stun.ekiga.net:3478", hostport: "stun.ekiga.net:3478"},
+		{in: "stun:stun.l.google.com:19302", url: "stun:stun.l.google.com:19302", hostport: "stun.l.google.com:19302"},
+		{in: " stun:192.0.2.1:3479 ", url: "stun:192.0.2.1:3479", hostport: "192.0.2.1:3479"},
+		{in: "stun:[2001:db8::1]:3478", url: "stun:[2001:db8::1]:3478", hostport: "[2001:db8::1]:3478"},
+		{in: "stun:2001:db8::1", url: "stun:[2001:db8::1]:3478", hostport: "[2001:db8::1]:3478"},
+		{in: "turn:turn.test:3478"},
+		{in: "stuns:stun.test"},
+		{in: "stun.test"},
+		{in: "stun:"},
+		{in: "stun:stun.test/path"},
+		{in: "stun:stun.test?transport=udp"},
+		{in: "stun:user@stun.test"},
+		{in: "stun:stun.test:0"},
+		{in: "stun:stun.test:65536"},
+		{in: "stun:stun.test:x"},
+		{in: "https://stun.test/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			u, hp, err := ParseICEServer(tt.in)
+			if tt.url == "" {
+				if !errors.Is(err, ErrICEServer) {
+					t.Fatalf("ParseICEServer(%q) = %q, %v; want ErrICEServer", tt.in, u, err)
+				}
+				return
+			}
+			if err != nil || u != tt.url || hp != tt.hostport {
+				t.Fatalf("ParseICEServer(%q) = %q, %q, %v; want %q, %q", tt.in, u, hp, err, tt.url, tt.hostport)
+			}
+		})
+	}
+}
+
+func TestParseICEServers(t *testing.T) {
+	urls, hps, skipped := ParseICEServers([]string{"stun:a.test", "turn:b.test", "", "stun:c.test:1", "stun:d.test", "stun:e.test"})
+	if len(skipped) != 1 || skipped[0] != "turn:b.test" {
+		t.Errorf("skipped %q", skipped)
+	}
+	// Four valid servers: half are kept (Snowflake's rule).
+	if len(urls) != 2 || len(hps) != 2 {
+		t.Fatalf("kept %q", urls)
+	}
+	for i := range urls {
+		if urls[i] != "stun:"+hps[i] {
+			t.Errorf("url %q and host %q disagree", urls[i], hps[i])
+		}
+	}
+	urls, _, _ = ParseICEServers([]string{"stun:a.test", "stun:b.test"})
+	if len(urls) != 2 {
+		t.Errorf("two servers: kept %q", urls)
+	}
+	urls, _, _ = ParseICEServers([]string{"stun:a.test", "stun:b.test", "stun:c.test"})
+	if len(urls) != 2 {
+		t.Errorf("three servers: kept %q, want 2", urls)
+	}
+}
+
+func FuzzParseICEServer(f *testing.F) {
+	for _, s := range []string{"stun:stun.ekiga.net", "stun:[::1]:3478", "turn:x", "stun:a:b:c", "stun:\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, hp, err := ParseICEServer(s)
+		if err != nil {
+			return
+		}
+		if u != "stun:"+hp || strings.ContainsAny(hp, "/?#@ \t") {
+			t.Fatalf("ParseICEServer(%q) = %q, %q", s, u, hp)
+		}
+		// Parsing the result again gives the same result.
+		u2, hp2, err := ParseICEServer(u)
+		if err != nil || u2 != u || hp2 != hp {
+			t.Fatalf("not idempotent: %q -> %q -> %q, %v", s, u, u2, err)
+		}
+	})
+}

@@ -1,0 +1,449 @@
+package webrtcpeer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/pion/datachannel"
+	"github.com/pion/ice/v4"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/flurrypt/flurry/common/sdp"
+	"github.com/flurrypt/flurry/messages"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultGatherTimeout   = 5 * time.Second
+	DefaultOpenTimeout     = 10 * time.Second // Snowflake's DataChannelTimeout
+	DefaultIdleTimeout     = 20 * time.Second // Snowflake's SnowflakeTimeout
+	DefaultDeadPeerTimeout = time.Second
+)
+
+// MaxMessageSize is the largest DataChannel message a Peer reads (and the
+// size its SDP announces); it is also the size of each Peer's read buffer.
+const MaxMessageSize = 64 << 10
+
+// iceFailedTimeout is how long ICE stays disconnected before it reports
+// failed; a Peer dies at disconnected already.
+const iceFailedTimeout = 5 * time.Second
+
+// deadlineRefresh is how often a reading Peer pushes its idle deadline back.
+const deadlineRefresh = time.Second
+
+// Config configures a Dialer. The zero value works: no ICE servers, public
+// addresses only, Snowflake's timeouts and a one-second dead-peer timeout.
+type Config struct {
+	// ICEServers are STUN URLs ("stun:host:port", see ParseICEServer).
+	ICEServers []string
+
+	// LoopbackOnly restricts ICE to loopback interfaces and addresses
+	// with mDNS off: for tests and demonstrations on one machine. It
+	// excludes ICEServers.
+	LoopbackOnly bool
+
+	// KeepLocalAddresses keeps private and link-local addresses in the
+	// offer (Snowflake's -keep-local-addresses).
+	KeepLocalAddresses bool
+
+	// GatherTimeout bounds ICE gathering; the offer then carries the
+	// candidates found so far. Zero means DefaultGatherTimeout.
+	GatherTimeout time.Duration
+
+	// OpenTimeout bounds the wait for the DataChannel to open once the
+	// answer is applied. Zero means DefaultOpenTimeout.
+	OpenTimeout time.Duration
+
+	// IdleTimeout closes a Peer that receives nothing for this long.
+	// Zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+
+	// DeadPeerTimeout is ICE's disconnected timeout: a Peer that receives
+	// no packet at all (keepalives included) for this long dies. Zero
+	// means DefaultDeadPeerTimeout.
+	DeadPeerTimeout time.Duration
+
+	// Logger receives debug logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Dialer makes Peers. It is safe for concurrent use.
+type Dialer struct {
+	api        *webrtc.API
+	iceServers []webrtc.ICEServer
+	cfg        Config
+	log        *slog.Logger
+}
+
+// NewDialer checks cfg and returns a Dialer.
+func NewDialer(cfg Config) (*Dialer, error) {
+	if cfg.GatherTimeout <= 0 {
+		cfg.GatherTimeout = DefaultGatherTimeout
+	}
+	if cfg.OpenTimeout <= 0 {
+		cfg.OpenTimeout = DefaultOpenTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.DeadPeerTimeout <= 0 {
+		cfg.DeadPeerTimeout = DefaultDeadPeerTimeout
+	}
+	if cfg.LoopbackOnly && len(cfg.ICEServers) > 0 {
+		return nil, ErrLoopbackWithICE
+	}
+	var servers []webrtc.ICEServer
+	for _, s := range cfg.ICEServers {
+		u, _, err := ParseICEServer(s)
+		if err != nil {
+			return nil, err
+		}
+		servers = append(servers, webrtc.ICEServer{URLs: []string{u}})
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	var se webrtc.SettingEngine
+	se.LoggerFactory = pionLoggers{log: logger}
+	se.DetachDataChannels()
+	se.EnableDataChannelBlockWrite(true)
+	se.SetSCTPMaxMessageSize(MaxMessageSize)
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
+	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
+	switch {
+	case cfg.LoopbackOnly:
+		se.SetInterfaceFilter(isLoopbackInterface)
+		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+		se.SetIncludeLoopbackCandidate(true)
+	case !cfg.KeepLocalAddresses:
+		se.SetIPFilter(func(ip net.IP) bool {
+			addr, ok := netip.AddrFromSlice(ip)
+			return ok && !sdp.IsLocal(addr)
+		})
+	default:
+		se.SetIncludeLoopbackCandidate(true)
+	}
+	return &Dialer{
+		api:        webrtc.NewAPI(webrtc.WithSettingEngine(se)),
+		iceServers: servers,
+		cfg:        cfg,
+		log:        logger,
+	}, nil
+}
+
+// isLoopbackInterface keeps interfaces flagged as loopback.
+func isLoopbackInterface(name string) bool {
+	ifi, err := net.InterfaceByName(name)
+	return err == nil && ifi.Flags&net.FlagLoopback != 0
+}
+
+// Negotiator carries an offer to a proxy and returns its answer, both as
+// serialized session descriptions ({"type":...,"sdp":...}).
+type Negotiator func(ctx context.Context, offer string) (answer string, err error)
+
+// Connect makes an offer, negotiates it and returns the Peer once its
+// DataChannel is open. offerCreated, if not nil, is called with the
+// Peer's id once the offer is ready.
+func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated func(id string)) (*Peer, error) {
+	id := newPeerID()
+	pc, err := d.api.NewPeerConnection(webrtc.Configuration{ICEServers: d.iceServers})
+	if err != nil {
+		return nil, fmt.Errorf("new peer connection: %w", err)
+	}
+	p := &Peer{
+		id:          id,
+		pc:          pc,
+		idleTimeout: d.cfg.IdleTimeout,
+		dead:        make(chan struct{}),
+		closed:      make(chan struct{}),
+		log:         d.log.With("peer", id),
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = p.Close()
+		}
+	}()
+
+	opened := make(chan datachannel.ReadWriteCloserDeadliner, 1)
+	dc, err := pc.CreateDataChannel(id, &webrtc.DataChannelInit{Ordered: ptr(true)})
+	if err != nil {
+		return nil, fmt.Errorf("create data channel: %w", err)
+	}
+	dc.OnOpen(func() {
+		raw, err := dc.DetachWithDeadline()
+		if err != nil {
+			p.die(fmt.Errorf("%w: detach: %w", ErrClosed, err))
+			return
+		}
+		opened <- raw
+	})
+	dc.OnClose(func() { p.die(ErrClosed) })
+	pc.OnICEConnectionStateChange(func(s webrtc.ICEConnectionState) {
+		p.log.Debug("ICE connection state", "state", s.String())
+		switch s {
+		case webrtc.ICEConnectionStateDisconnected:
+			p.die(ErrDisconnected)
+		case webrtc.ICEConnectionStateFailed:
+			p.die(ErrConnectionFailed)
+		case webrtc.ICEConnectionStateClosed:
+			p.die(ErrClosed)
+		}
+	})
+	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
+		p.log.Debug("peer connection state", "state", s.String())
+		switch s {
+		case webrtc.PeerConnectionStateFailed:
+			p.die(ErrConnectionFailed)
+		case webrtc.PeerConnectionStateClosed:
+			p.die(ErrClosed)
+		}
+	})
+
+	offer, err := pc.CreateOffer(nil)
+	if err != nil {
+		return nil, fmt.Errorf("create offer: %w", err)
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(offer); err != nil {
+		return nil, fmt.Errorf("set local description: %w", err)
+	}
+	gatherTimer := time.NewTimer(d.cfg.GatherTimeout)
+	select {
+	case <-gathered:
+		gatherTimer.Stop()
+	case <-gatherTimer.C:
+		d.log.Debug("ICE gathering timed out; offering the candidates found so far", "peer", id)
+	case <-ctx.Done():
+		gatherTimer.Stop()
+		return nil, ctx.Err()
+	}
+	local := pc.LocalDescription()
+	offerJSON, err := messages.SessionDescription{Type: messages.SDPTypeOffer, SDP: local.SDP}.Encode()
+	if err != nil {
+		return nil, fmt.Errorf("encode offer: %w", err)
+	}
+	if offerCreated != nil {
+		offerCreated(id)
+	}
+
+	answerJSON, err := negotiate(ctx, offerJSON)
+	if err != nil {
+		return nil, err
+	}
+	answer, err := messages.DecodeSessionDescription(answerJSON)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadAnswer, err)
+	}
+	if answer.Type != messages.SDPTypeAnswer {
+		return nil, fmt.Errorf("%w: type %q", ErrBadAnswer, answer.Type)
+	}
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer.SDP}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadAnswer, err)
+	}
+
+	openTimer := time.NewTimer(d.cfg.OpenTimeout)
+	defer openTimer.Stop()
+	select {
+	case raw := <-opened:
+		p.mu.Lock()
+		p.dc = raw
+		p.mu.Unlock()
+	case <-openTimer.C:
+		return nil, ErrOpenTimeout
+	case <-p.dead:
+		return nil, p.Err()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// The channel may have died between opening and now.
+	select {
+	case <-p.dead:
+		return nil, p.Err()
+	default:
+	}
+	p.buf = make([]byte, MaxMessageSize)
+	ok = true
+	return p, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// newPeerID returns "snowflake-" and 16 random hex digits, the shape of
+// Snowflake's DataChannel labels.
+func newPeerID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "snowflake-" + hex.EncodeToString(b[:])
+}
+
+// Peer is a connected proxy: a byte stream over one DataChannel. One
+// goroutine may read and another write at the same time; Close and Done
+// may be used from any goroutine.
+type Peer struct {
+	id          string
+	pc          *webrtc.PeerConnection
+	idleTimeout time.Duration
+	log         *slog.Logger
+
+	mu        sync.Mutex // guards dc and err
+	dc        datachannel.ReadWriteCloserDeadliner
+	err       error // why the peer died; set once, before dead closes
+	dead      chan struct{}
+	closeOnce sync.Once
+	closed    chan struct{} // closed when Close has finished
+
+	// Owned by the reader.
+	buf         []byte // MaxMessageSize bytes
+	r, w        int    // unread bytes are buf[r:w]
+	deadlineSet time.Time
+}
+
+// ID returns the Peer's id (its DataChannel label), for logs.
+func (p *Peer) ID() string { return p.id }
+
+// Done is closed when the Peer dies or is closed.
+func (p *Peer) Done() <-chan struct{} { return p.dead }
+
+// Err returns why the Peer died, or nil while it is alive.
+func (p *Peer) Err() error {
+	select {
+	case <-p.dead:
+	default:
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// die records the first reason the peer died, closes Done and starts
+// closing the PeerConnection, so that blocked reads and writes return at
+// once (a write blocks while a dead proxy's SCTP window is full). Pion
+// callbacks call die, and must not close the PeerConnection themselves,
+// hence the goroutine; Close waits for it.
+func (p *Peer) die(reason error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return
+	}
+	p.err = reason
+	close(p.dead)
+	go p.Close()
+}
+
+// Read reads the bytes of received messages. It fails once the Peer is
+// dead, and with ErrIdle when nothing arrived for the idle timeout.
+func (p *Peer) Read(b []byte) (int, error) {
+	if p.r == p.w {
+		if err := p.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(b, p.buf[p.r:p.w])
+	p.r += n
+	return n, nil
+}
+
+// ReadByte reads one byte (io.ByteReader, for encapsulation.ReadData).
+func (p *Peer) ReadByte() (byte, error) {
+	if p.r == p.w {
+		if err := p.fill(); err != nil {
+			return 0, err
+		}
+	}
+	c := p.buf[p.r]
+	p.r++
+	return c, nil
+}
+
+// fill reads the next non-empty message into buf.
+func (p *Peer) fill() error {
+	p.mu.Lock()
+	dc := p.dc
+	p.mu.Unlock()
+	if dc == nil {
+		return ErrClosed
+	}
+	for {
+		if now := time.Now(); now.Sub(p.deadlineSet) >= deadlineRefresh {
+			p.deadlineSet = now
+			if err := dc.SetReadDeadline(now.Add(p.idleTimeout)); err != nil {
+				return p.readError(err)
+			}
+		}
+		n, err := dc.Read(p.buf)
+		if err != nil {
+			return p.readError(err)
+		}
+		if n > 0 {
+			p.r, p.w = 0, n
+			return nil
+		}
+	}
+}
+
+// readError turns a DataChannel read error into the Peer's reason to die.
+func (p *Peer) readError(err error) error {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		p.die(ErrIdle)
+	case errors.Is(err, io.ErrShortBuffer):
+		p.die(ErrMessageTooLarge)
+	default:
+		p.die(fmt.Errorf("%w: %w", ErrClosed, err))
+	}
+	return p.Err()
+}
+
+// Write sends b as one DataChannel message. It blocks while the SCTP send
+// buffer is full and fails once the Peer is dead.
+func (p *Peer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	dc := p.dc
+	p.mu.Unlock()
+	if dc == nil {
+		return 0, ErrClosed
+	}
+	n, err := dc.Write(b)
+	if err != nil {
+		p.die(fmt.Errorf("%w: %w", ErrClosed, err))
+		return n, p.Err()
+	}
+	return n, nil
+}
+
+// Close closes the DataChannel and the PeerConnection and waits for pion to
+// stop. It is idempotent, and every call waits until the Peer is closed.
+func (p *Peer) Close() error {
+	p.closeOnce.Do(func() {
+		defer close(p.closed)
+		p.mu.Lock()
+		if p.err == nil {
+			p.err = ErrClosed
+			close(p.dead)
+		}
+		dc := p.dc
+		p.mu.Unlock()
+		if dc != nil {
+			_ = dc.Close()
+		}
+		_ = p.pc.GracefulClose()
+	})
+	<-p.closed
+	return nil
+}

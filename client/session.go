@@ -1,0 +1,328 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/xtaci/kcp-go/v5"
+	"github.com/xtaci/smux"
+
+	"github.com/flurrypt/flurry/client/internal/multipath"
+	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
+	"github.com/flurrypt/flurry/common/encapsulation"
+	"github.com/flurrypt/flurry/common/turbotunnel"
+)
+
+// Turbotunnel parameters, as Snowflake's client sets them (reference §4.5).
+const (
+	kcpMTU             = 1400
+	kcpWindow          = 65535
+	smuxVersion        = 2
+	smuxKeepAlive      = 10 * time.Second
+	smuxKeepAliveLimit = 10 * time.Minute
+	smuxStreamBuffer   = 1 << 20
+)
+
+// relayAddr is the fixed remote address of the session's packet conn (the
+// relay, whichever proxy carries the packets).
+type relayAddr struct{}
+
+func (relayAddr) Network() string { return "turbotunnel" }
+func (relayAddr) String() string  { return "relay" }
+
+// session is one Dial: a ClientID, the proxies that carry it, and the KCP
+// and smux sessions over them.
+type session struct {
+	c     *Client
+	id    turbotunnel.ClientID
+	log   *slog.Logger
+	pconn *multipath.Conn
+
+	cancel context.CancelFunc // ends the collector
+	wg     sync.WaitGroup     // the collector
+
+	connected chan struct{} // closed when the first proxy connects
+	connOnce  sync.Once
+
+	mu      sync.Mutex // guards the fields below
+	lastErr error      // last connection failure
+	kcp     *kcp.UDPSession
+	mux     *smux.Session
+
+	closeOnce sync.Once
+}
+
+func newSession(c *Client) (*session, error) {
+	id := turbotunnel.NewClientID()
+	s := &session{
+		c:         c,
+		id:        id,
+		log:       c.log.With("session", id.String()),
+		pconn:     multipath.New(id, relayAddr{}),
+		connected: make(chan struct{}),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(1)
+	go s.collect(ctx)
+	return s, nil
+}
+
+// open waits for the first proxy, then starts KCP and smux and opens the
+// stream.
+func (s *session) open(ctx context.Context) (*Conn, error) {
+	select {
+	case <-s.connected:
+	case <-s.pconn.Closed():
+		return nil, ErrClosed
+	case <-ctx.Done():
+		s.mu.Lock()
+		last := s.lastErr
+		s.mu.Unlock()
+		if last != nil {
+			return nil, fmt.Errorf("%w: %w (last failure: %w)", ErrNoProxy, ctx.Err(), last)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrNoProxy, ctx.Err())
+	}
+
+	kconn, err := kcp.NewConn2(relayAddr{}, nil, 0, 0, s.pconn)
+	if err != nil {
+		return nil, fmt.Errorf("start KCP: %w", err)
+	}
+	kconn.SetStreamMode(true)
+	kconn.SetWindowSize(kcpWindow, kcpWindow)
+	kconn.SetNoDelay(0, 0, 0, 1) // no delay off, default interval, no fast resend, no congestion window
+	kconn.SetMtu(kcpMTU)
+
+	cfg := smux.DefaultConfig()
+	cfg.Version = smuxVersion
+	cfg.KeepAliveInterval = smuxKeepAlive
+	cfg.KeepAliveTimeout = smuxKeepAliveLimit
+	cfg.MaxStreamBuffer = smuxStreamBuffer
+	mux, err := smux.Client(kconn, cfg)
+	if err != nil {
+		_ = kconn.Close()
+		return nil, fmt.Errorf("start smux: %w", err)
+	}
+	s.mu.Lock()
+	s.kcp, s.mux = kconn, mux
+	s.mu.Unlock()
+	stream, err := mux.OpenStream()
+	if err != nil {
+		return nil, fmt.Errorf("open stream: %w", err)
+	}
+	return &Conn{Stream: stream, s: s}, nil
+}
+
+// close tears the session down and waits for its goroutines. Idempotent.
+func (s *session) close() {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.mu.Lock()
+		mux, kconn := s.mux, s.kcp
+		s.mu.Unlock()
+		if mux != nil {
+			_ = mux.Close()
+		}
+		if kconn != nil {
+			_ = kconn.Close()
+		}
+		_ = s.pconn.Close()
+		s.wg.Wait()
+		s.c.forget(s)
+	})
+}
+
+// collect keeps Config.Max proxies connected until ctx ends: whenever the
+// session has fewer, it runs one connection attempt, pausing after
+// failures (RetryMin doubling up to RetryMax, with jitter).
+func (s *session) collect(ctx context.Context) {
+	defer s.wg.Done()
+	pause := s.c.cfg.RetryMin
+	for {
+		// Wait until a proxy is missing.
+		for {
+			changed := s.pconn.Changed()
+			if s.pconn.Len() < s.c.cfg.Max {
+				break
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+		peer, peerID, err := s.c.connect(ctx)
+		if err == nil {
+			err = s.addPeer(peer)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.log.Info("proxy connection failed", "peer", peerID, "error", err)
+			s.c.emit(Event{Kind: EventProxyFailed, Peer: peerID, Err: err})
+			s.mu.Lock()
+			s.lastErr = err
+			s.mu.Unlock()
+			jittered := pause/2 + rand.N(pause/2+1)
+			t := time.NewTimer(jittered)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			pause = min(2*pause, s.c.cfg.RetryMax)
+			continue
+		}
+		pause = s.c.cfg.RetryMin
+	}
+}
+
+// addPeer opens the turbotunnel stream on peer and adds it to the
+// session's carriers.
+func (s *session) addPeer(peer *webrtcpeer.Peer) error {
+	car, err := newCarrier(peer, s.id)
+	if err != nil {
+		_ = peer.Close()
+		return err
+	}
+	car.onClose = func(reason error) {
+		if errors.Is(reason, webrtcpeer.ErrClosed) && s.closing() {
+			return
+		}
+		s.log.Info("proxy lost", "peer", peer.ID(), "reason", reason)
+		s.c.emit(Event{Kind: EventProxyLost, Peer: peer.ID(), Err: reason})
+	}
+	if _, err := s.pconn.Add(car); err != nil {
+		return err
+	}
+	s.log.Info("proxy connected", "peer", peer.ID())
+	s.c.emit(Event{Kind: EventProxyConnected, Peer: peer.ID()})
+	s.connOnce.Do(func() { close(s.connected) })
+	return nil
+}
+
+// closing reports whether close has started.
+func (s *session) closing() bool {
+	select {
+	case <-s.pconn.Closed():
+		return true
+	default:
+		return false
+	}
+}
+
+// carrier adapts a Peer to multipath.Carrier: it sends the turbotunnel
+// prefix first, then one encapsulated packet per DataChannel message, and
+// reads encapsulated packets (skipping padding) from the received bytes.
+type carrier struct {
+	peer      *webrtcpeer.Peer
+	wbuf      bytes.Buffer // owned by the writer
+	onClose   func(reason error)
+	closeOnce sync.Once
+}
+
+// newCarrier writes the token and the ClientID, as two messages as
+// Snowflake's client does.
+func newCarrier(peer *webrtcpeer.Peer, id turbotunnel.ClientID) (*carrier, error) {
+	c := &carrier{peer: peer}
+	c.wbuf.Grow(encapsulation.MaxPrefixLength + multipath.BufferSize)
+	if _, err := peer.Write(turbotunnel.Token[:]); err != nil {
+		return nil, fmt.Errorf("send token: %w", err)
+	}
+	if _, err := peer.Write(id[:]); err != nil {
+		return nil, fmt.Errorf("send client id: %w", err)
+	}
+	return c, nil
+}
+
+func (c *carrier) ReadPacket(p []byte) (int, error) {
+	n, err := encapsulation.ReadData(c.peer, p)
+	if errors.Is(err, encapsulation.ErrTooLong) {
+		return 0, err
+	}
+	if err != nil && n == 0 {
+		return 0, err
+	}
+	return n, nil // a truncated packet (io.ErrShortBuffer) is KCP's to reject
+}
+
+func (c *carrier) WritePacket(p []byte) error {
+	c.wbuf.Reset()
+	if _, err := encapsulation.WriteData(&c.wbuf, p); err != nil {
+		return err
+	}
+	_, err := c.peer.Write(c.wbuf.Bytes())
+	return err
+}
+
+func (c *carrier) Done() <-chan struct{} { return c.peer.Done() }
+
+func (c *carrier) Close() error {
+	c.closeOnce.Do(func() {
+		reason := c.peer.Err()
+		_ = c.peer.Close()
+		if reason == nil {
+			reason = webrtcpeer.ErrClosed
+		}
+		if c.onClose != nil {
+			c.onClose(reason)
+		}
+	})
+	return nil
+}
+
+// Conn is a session's stream: a net.Conn that survives proxies coming and
+// going. Closing it ends the session.
+type Conn struct {
+	*smux.Stream
+	s *session
+}
+
+// Close closes the stream and ends its session: its proxies are released
+// and its goroutines have ended when Close returns. Idempotent.
+func (c *Conn) Close() error {
+	err := c.Stream.Close()
+	c.s.close()
+	if errors.Is(err, io.ErrClosedPipe) {
+		err = nil
+	}
+	return err
+}
+
+// Stats is a snapshot of a session's counters.
+type Stats struct {
+	// ProxiesConnected counts the proxies the session has used.
+	ProxiesConnected uint64
+	// Proxies is the number of proxies connected now.
+	Proxies int
+	// PacketsSent and PacketsReceived count KCP packets.
+	PacketsSent, PacketsReceived uint64
+	// SendDropped and ReceiveDropped count packets dropped on full queues.
+	SendDropped, ReceiveDropped uint64
+}
+
+// Stats returns the session's counters.
+func (c *Conn) Stats() Stats {
+	st := c.s.pconn.Stats()
+	return Stats{
+		ProxiesConnected: st.Carriers,
+		Proxies:          c.s.pconn.Len(),
+		PacketsSent:      st.PacketsSent,
+		PacketsReceived:  st.PacketsRecvd,
+		SendDropped:      st.SendDropped,
+		ReceiveDropped:   st.RecvDropped,
+	}
+}
+
+var _ net.Conn = (*Conn)(nil)

@@ -1,0 +1,211 @@
+// Command flurry-demo builds Flurry and runs the whole system on loopback: a
+// broker, a relay in standalone mode forwarding to a built-in HTTP server, a
+// NAT probe, two proxies and a client in SOCKS mode. It then downloads a
+// generated file through client, proxy and relay, shows progress, prints
+// what happened (rendezvous time, time to first byte, throughput, SHA-256
+// check) and stops everything it started, also on Ctrl-C. It needs no flags,
+// no network and no root: `make demo`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flurrypt/flurry/demo"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	fs := flag.NewFlagSet("flurry-demo", flag.ContinueOnError)
+	var (
+		binDir    = fs.String("bin", "", "use the binaries in this `directory` (as `make build` leaves them in ./bin) instead of building")
+		size      = fs.Int64("size", demo.DefaultFileSize, "size of the file to download, in `bytes`")
+		proxies   = fs.Int("proxies", demo.DefaultProxies, "number of proxies")
+		clientMax = fs.Int("max", 1, "proxies the client uses at once (its -max)")
+		keep      = fs.Bool("keep", false, "keep the work directory with the logs after the demo")
+		verbose   = fs.Bool("v", false, "print every orchestration step")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: flurry-demo [flags]\n\nRuns broker, relay, NAT probe, proxies and client on loopback and downloads a file through them.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *size <= 0 || *size > 512<<20 || *proxies < 1 || *clientMax < 1 {
+		fmt.Fprintln(os.Stderr, "flurry-demo: -size must be between 1 and 536870912; -proxies and -max must be positive")
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	dir, err := os.MkdirTemp("", "flurry-demo-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flurry-demo:", err)
+		return 1
+	}
+	failed := true
+	defer func() {
+		if *keep || failed {
+			fmt.Printf("\nLogs are in %s\n", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	}()
+
+	level := slog.LevelInfo
+	if !*verbose {
+		level = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	var bins demo.Binaries
+	if *binDir != "" {
+		bins = demo.BinariesIn(*binDir)
+		if err := bins.Check(); err != nil {
+			fmt.Fprintln(os.Stderr, "flurry-demo:", err)
+			return 1
+		}
+	} else {
+		step("Building the binaries (go build, no -race)")
+		t0 := time.Now()
+		bins, err = demo.Build(ctx, demo.BuildConfig{OutDir: filepath.Join(dir, "bin")})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "flurry-demo:", err)
+			return 1
+		}
+		done("built in %v", since(t0))
+	}
+
+	step("Starting target, relay, broker, NAT probe, %d proxies and the client on 127.0.0.1", *proxies)
+	t0 := time.Now()
+	cluster, err := demo.Start(ctx, demo.Config{
+		Binaries:  bins,
+		Dir:       dir,
+		Proxies:   *proxies,
+		FileSize:  *size,
+		NATProbe:  true,
+		ClientMax: *clientMax,
+		Logger:    logger,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flurry-demo:", err)
+		return 1
+	}
+	defer func() {
+		step("Stopping everything (SIGTERM, then SIGKILL after %v)", demo.DefaultStopTimeout)
+		if err := cluster.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "flurry-demo: stop:", err)
+			failed = true
+			return
+		}
+		done("all processes exited cleanly")
+	}()
+	done("ready in %v", since(t0))
+	fmt.Printf("    broker  %s   (pid %d)\n", cluster.BrokerURL, cluster.Broker.PID())
+	fmt.Printf("    relay   %s   (pid %d) -> target %s\n", cluster.RelayURL, cluster.Relay.PID(), cluster.Target.Addr)
+	fmt.Printf("    natprobe %s   (pid %d)\n", cluster.NATProbeURL, cluster.NATProbe.PID())
+	for _, p := range cluster.Proxies() {
+		fmt.Printf("    %s (pid %d)\n", p.Name(), p.PID())
+	}
+	fmt.Printf("    client  socks5://%s   (pid %d)\n", cluster.SOCKSAddr, cluster.Client.PID())
+
+	step("Downloading %s (%s) through client -> proxy -> relay -> target", cluster.Target.URL, demo.FormatBytes(float64(*size)))
+	var progress demo.Progress
+	type result struct {
+		res demo.FetchResult
+		err error
+	}
+	resc := make(chan result, 1)
+	fetchStart := time.Now()
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	go func() {
+		res, err := demo.FetchTarget(fctx, cluster.SOCKSAddr, cluster.Target, &progress)
+		resc <- result{res, err}
+	}()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var r result
+	var servedBy []string // proxies seen carrying the client, in order
+	for waiting := true; waiting; {
+		select {
+		case r = <-resc:
+			waiting = false
+		case <-tick.C:
+			for _, p := range cluster.ServingProxies(fctx) {
+				if !slices.Contains(servedBy, p.Name()) {
+					servedBy = append(servedBy, p.Name())
+				}
+			}
+		}
+		printProgress(os.Stdout, progress.Bytes(), *size, time.Since(fetchStart))
+	}
+	fmt.Println()
+	if r.err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(os.Stderr, "flurry-demo: interrupted")
+		} else {
+			fmt.Fprintln(os.Stderr, "flurry-demo: download failed:", r.err)
+		}
+		return 1
+	}
+
+	step("What happened")
+	if rv, ok := demo.RendezvousTime(cluster.Client.LogPath()); ok {
+		fmt.Printf("    rendezvous (offer to broker answer)  %v\n", rv.Round(time.Millisecond))
+	}
+	// The client grants a SOCKS connection once its session has a proxy:
+	// broker rendezvous, WebRTC (ICE, DTLS, SCTP) and the relay's WebSocket.
+	fmt.Printf("    rendezvous + WebRTC (SOCKS grant)   %v\n", r.res.Granted.Round(time.Millisecond))
+	fmt.Printf("    time to first byte                  %v\n", r.res.FirstByte.Round(time.Millisecond))
+	fmt.Printf("    whole transfer                      %v\n", r.res.Total.Round(time.Millisecond))
+	fmt.Printf("    throughput                          %s/s\n", demo.FormatBytes(r.res.Throughput()))
+	fmt.Printf("    SHA-256                             %x  matches the file\n", r.res.SHA256)
+	if len(servedBy) > 0 {
+		fmt.Printf("    carried by                          %s\n", strings.Join(servedBy, ", "))
+	}
+	failed = false
+	return 0
+}
+
+func step(format string, args ...any) {
+	fmt.Printf("==> "+format+"\n", args...)
+}
+
+func done(format string, args ...any) {
+	fmt.Printf("    "+format+"\n", args...)
+}
+
+func since(t time.Time) time.Duration {
+	return time.Since(t).Round(10 * time.Millisecond)
+}
+
+func printProgress(w io.Writer, n, total int64, elapsed time.Duration) {
+	const width = 30
+	frac := float64(n) / float64(total)
+	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(n) / s
+	}
+	fmt.Fprintf(w, "\r    [%s] %5.1f%%  %s / %s  %s/s   ", bar, 100*frac, demo.FormatBytes(float64(n)), demo.FormatBytes(float64(total)), demo.FormatBytes(rate))
+}

@@ -1,0 +1,341 @@
+package demo_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/xtaci/kcp-go/v5"
+	"github.com/xtaci/smux"
+
+	"github.com/flurrypt/flurry/common/encapsulation"
+	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/common/websocketconn"
+	"github.com/flurrypt/flurry/demo"
+)
+
+func skipWithoutTor(t *testing.T) {
+	t.Helper()
+	skipShort(t)
+	if _, err := os.Stat(demo.DefaultTorPath); err != nil {
+		t.Skipf("tor is not installed (%s: %v); install Debian's tor package to run this test", demo.DefaultTorPath, err)
+	}
+}
+
+// torChain is a tor bridge running flurry-relay, a Flurry broker and proxy,
+// and a tor client running flurry-client, all on loopback.
+type torChain struct {
+	bridge    *demo.TorBridge
+	client    *demo.TorClient
+	clientTor *demo.Process
+}
+
+// startTorChain starts the chain; network are the torrc lines of a private
+// Tor network (none: a fake authority, so the client can reach the bridge
+// but not beyond).
+func startTorChain(t *testing.T, ctx context.Context, network ...string) *torChain {
+	t.Helper()
+	bins := binaries(t)
+	dir := t.TempDir()
+	bridge, err := demo.WriteTorBridge(dir, bins.Relay, network...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridgeTor, err := demo.StartProcess(ctx, demo.ProcessConfig{
+		Name: "bridge-tor", Path: demo.DefaultTorPath, LogPath: dir + "/bridge-tor.log",
+		Args:  []string{"-f", bridge.Torrc, "--defaults-torrc", os.DevNull},
+		Ready: bridge.Ready(), ReadyTimeout: 60 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("bridge tor: %v", err)
+	}
+	t.Cleanup(func() { stopClean(t, bridgeTor) })
+	fp, err := bridge.Fingerprint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bridge %s, flurry-relay at %s", fp, bridge.RelayURL)
+
+	c := startCluster(t, demo.Config{
+		ExternalRelayURL:  bridge.RelayURL,
+		BridgeFingerprint: fp,
+		Proxies:           1,
+		NoClient:          true,
+	})
+
+	client, err := demo.WriteTorClient(dir, bins.Client, c.BrokerURL, fp, loopbackClientArgs(t, bins.Client), network...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("client torrc: %s", client.BridgeLine)
+	clientTor, err := demo.StartProcess(ctx, demo.ProcessConfig{
+		Name: "client-tor", Path: demo.DefaultTorPath, LogPath: dir + "/client-tor.log",
+		Args:  []string{"-f", client.Torrc, "--defaults-torrc", os.DevNull},
+		Ready: demo.TCPReady(client.SOCKSAddr),
+	})
+	if err != nil {
+		t.Fatalf("client tor: %v", err)
+	}
+	t.Cleanup(func() {
+		stopClean(t, clientTor)
+		if t.Failed() {
+			for _, f := range []string{client.NoticeLog, client.PTLog, bridge.NoticeLog, bridge.RelayLog} {
+				b, _ := os.ReadFile(f)
+				t.Logf("==== %s\n%s", f, tail(string(b), 60))
+			}
+		}
+	})
+	return &torChain{bridge: bridge, client: client, clientTor: clientTor}
+}
+
+// waitBootstrap waits until the client's tor reports at least pct.
+func (tc *torChain) waitBootstrap(t *testing.T, ctx context.Context, pct int) {
+	t.Helper()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got, tag := demo.TorBootstrap(tc.client.NoticeLog)
+		if got >= pct {
+			t.Logf("client tor bootstrapped %d%% (%s)", got, tag)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("client tor stuck at %d%% (%s)", got, tag)
+		case <-tc.clientTor.Done():
+			t.Fatalf("client tor exited at %d%% (%s): %v", got, tag, tc.clientTor.ExitErr())
+		case <-tick.C:
+		}
+	}
+}
+
+// TestTorThroughFlurry runs Debian's tor twice on loopback: a bridge whose
+// server transport is flurry-relay (behind tor's ExtORPort), and a client
+// whose client transport is flurry-client, with a Flurry broker and proxy
+// between them. The client's tor must complete its link handshake with the
+// bridge's tor through client, broker, proxy and relay (bootstrap step 15%,
+// handshake_done), the relay must have reached the bridge's tor through its
+// ExtORPort, and a client address reported by a proxy must reach tor as
+// USERADDR.
+func TestTorThroughFlurry(t *testing.T) {
+	skipWithoutTor(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	chain := startTorChain(t, ctx)
+	bridge := chain.bridge
+	chain.waitBootstrap(t, ctx, 15)
+
+	// The bridge's tor was reached through its ExtORPort: flurry-relay
+	// authenticated with tor's cookie and finished the ExtORPort
+	// handshake (tor logs these steps at debug level; it does not log the
+	// TRANSPORT command itself).
+	if auth := demo.GrepFile(bridge.DebugLog, "Got client's hash and it was legit"); len(auth) == 0 {
+		t.Error("the bridge's tor logged no authenticated ExtORPort connection")
+	}
+	if done := demo.GrepFile(bridge.DebugLog, "connection_ext_or_process_inbuf(): Received DONE"); len(done) == 0 {
+		t.Error("the bridge's tor logged no completed ExtORPort handshake")
+	} else {
+		t.Logf("bridge tor: %s", done[0])
+	}
+	streams, err := demo.NewHTTPScraper().Metric(ctx, bridge.RelayMetricsURL, "flurry_relay_streams_total")
+	if err != nil || streams < 1 {
+		t.Errorf("relay streams_total = %v (%v), want at least 1", streams, err)
+	}
+
+	// The client's address: a proxy passes it to the relay as client_ip,
+	// taken from the client's offer, but only when it is a public address,
+	// and on loopback it never is. So a second client comes in as a proxy
+	// would forward a client at 192.0.2.7 (a documentation address), and
+	// tor must receive USERADDR 192.0.2.7 on its ExtORPort and complete a
+	// TLS handshake over that connection.
+	stream, closeStream := openRelayStream(t, ctx, bridge.RelayURL+"?client_ip=192.0.2.7")
+	defer closeStream()
+	stream.SetDeadline(time.Now().Add(20 * time.Second))
+	tlsConn := tls.Client(stream, &tls.Config{InsecureSkipVerify: true, ServerName: "www.example.com"})
+	if err := tlsConn.HandshakeContext(ctx); err != nil {
+		t.Fatalf("TLS handshake with the bridge's tor through the relay: %v", err)
+	}
+	tlsConn.Close()
+	userAddr := demo.GrepFile(bridge.DebugLog, "USERADDR")
+	if !containsAny(userAddr, "192.0.2.7") {
+		t.Errorf("the bridge's tor did not receive USERADDR 192.0.2.7 (debug log lines with USERADDR: %q)", userAddr)
+	} else {
+		t.Logf("bridge tor: %s", firstContaining(userAddr, "192.0.2.7"))
+	}
+}
+
+// TestTorNetworkThroughFlurry goes all the way: a private Tor network on
+// loopback (one directory authority and three relays, TestingTorNetwork),
+// the Flurry bridge in it, and a tor client that bootstraps through
+// flurry-client, broker, proxy and relay, builds a three-hop circuit (the
+// bridge, a middle relay, an exit) and downloads a file from a loopback web
+// server through it.
+func TestTorNetworkThroughFlurry(t *testing.T) {
+	skipWithoutTor(t)
+	if _, err := os.Stat(demo.DefaultTorGencertPath); err != nil {
+		t.Skipf("tor-gencert is not installed (%s: %v)", demo.DefaultTorGencertPath, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	target, err := demo.StartTarget(4 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	port, err := strconv.Atoi(demo.Port(target.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	network, err := demo.StartTorNetwork(ctx, demo.TorNetworkConfig{Dir: t.TempDir(), ExitPorts: []int{port}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := network.Close(); err != nil {
+			t.Errorf("stopping the private Tor network: %v", err)
+		}
+	})
+	t.Logf("private Tor network has a consensus after %v", time.Since(t0).Round(time.Millisecond))
+	chain := startTorChain(t, ctx, network.Lines...)
+	chain.waitBootstrap(t, ctx, 100)
+	res, err := demo.FetchTarget(ctx, chain.client.SOCKSAddr, target, nil)
+	if err != nil {
+		t.Fatalf("download through tor and Flurry: %v", err)
+	}
+	t.Logf("%s through tor (bridge over Flurry, middle, exit) in %v, first byte %v, SHA-256 matches",
+		demo.FormatBytes(float64(res.Bytes)), res.Total.Round(time.Millisecond), res.FirstByte.Round(time.Millisecond))
+}
+
+func firstContaining(lines []string, s string) string {
+	for _, l := range lines {
+		if strings.Contains(strings.ToLower(l), s) {
+			return l
+		}
+	}
+	return ""
+}
+
+// loopbackClientArgs are the flurry-client flags that keep its WebRTC on
+// loopback.
+func loopbackClientArgs(t *testing.T, bin string) []string {
+	fl := demo.ListFlags(context.Background(), bin)
+	switch {
+	case fl["loopback-only"]:
+		return []string{"-loopback-only"}
+	case fl["keep-local-addresses"]:
+		return []string{"-keep-local-addresses"}
+	}
+	t.Log("flurry-client has neither -loopback-only nor -keep-local-addresses")
+	return nil
+}
+
+func stopClean(t *testing.T, p *demo.Process) {
+	t.Helper()
+	if err := p.Stop(10 * time.Second); err != nil {
+		t.Errorf("stopping %s: %v", p.Name(), err)
+	}
+}
+
+func containsAny(lines []string, s string) bool {
+	for _, l := range lines {
+		if strings.Contains(strings.ToLower(l), s) {
+			return true
+		}
+	}
+	return false
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// carrierPacketConn is the client end of one turbotunnel carrier, as a
+// proxy would forward it: KCP packets in encapsulation frames over a
+// WebSocket.
+type carrierPacketConn struct {
+	conn net.Conn
+	br   *bufio.Reader
+}
+
+func (c *carrierPacketConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, err := encapsulation.ReadData(c.br, p)
+	return n, relayAddr{}, err
+}
+
+func (c *carrierPacketConn) WriteTo(p []byte, _ net.Addr) (int, error) {
+	var b bytes.Buffer
+	if _, err := encapsulation.WriteData(&b, p); err != nil {
+		return 0, err
+	}
+	if _, err := c.conn.Write(b.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (c *carrierPacketConn) Close() error                       { return c.conn.Close() }
+func (c *carrierPacketConn) LocalAddr() net.Addr                { return relayAddr{} }
+func (c *carrierPacketConn) SetDeadline(t time.Time) error      { return c.conn.SetDeadline(t) }
+func (c *carrierPacketConn) SetReadDeadline(t time.Time) error  { return c.conn.SetReadDeadline(t) }
+func (c *carrierPacketConn) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
+
+type relayAddr struct{}
+
+func (relayAddr) Network() string { return "relay" }
+func (relayAddr) String() string  { return "relay" }
+
+// openRelayStream connects to relayURL as a proxy carrying one client does
+// (with Snowflake's client KCP and smux settings) and opens a stream, which
+// the relay forwards to tor's ExtORPort. The returned function closes
+// everything.
+func openRelayStream(tb testing.TB, ctx context.Context, relayURL string) (net.Conn, func()) {
+	tb.Helper()
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	ws, _, err := d.DialContext(ctx, relayURL, nil)
+	if err != nil {
+		tb.Fatalf("WebSocket to the relay: %v", err)
+	}
+	conn := websocketconn.New(ws)
+	id := turbotunnel.NewClientID()
+	if _, err := conn.Write(append(turbotunnel.Token[:], id[:]...)); err != nil {
+		tb.Fatal(err)
+	}
+	pc := &carrierPacketConn{conn: conn, br: bufio.NewReader(conn)}
+	kc, err := kcp.NewConn2(relayAddr{}, nil, 0, 0, pc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	//lint:ignore SA1019 stream mode is part of Snowflake's wire behaviour (reference section 4.5)
+	kc.SetStreamMode(true)
+	kc.SetWindowSize(65535, 65535)
+	kc.SetNoDelay(0, 0, 0, 1)
+	scfg := smux.DefaultConfig()
+	scfg.Version = 2
+	sess, err := smux.Client(kc, scfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stream, err := sess.OpenStream()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return stream, func() {
+		stream.Close()
+		sess.Close()
+		kc.Close()
+		conn.Close()
+	}
+}

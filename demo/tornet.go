@@ -1,0 +1,279 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultTorGencertPath is Debian's tor-gencert (package tor).
+const DefaultTorGencertPath = "/usr/bin/tor-gencert"
+
+// TorNetworkConfig describes a private Tor network on loopback.
+type TorNetworkConfig struct {
+	// Dir receives every data directory, torrc and log. Required.
+	Dir string
+	// Tor and TorGencert are the executables; empty means the Debian paths.
+	Tor, TorGencert string
+	// Relays is the number of relays besides the authority (which relays
+	// and exits too); 0 means 3.
+	Relays int
+	// ExitPorts are the ports the exits accept for any address, besides
+	// everything on 127.0.0.1. Clients judge exits by the summary of
+	// their policy, which ignores rules for single addresses, so a client
+	// uses an exit for 127.0.0.1:port only if the policy accepts *:port:
+	// give the ports of the loopback services the clients will reach.
+	ExitPorts []int
+}
+
+// TorNetwork is a private Tor network (TestingTorNetwork 1): one directory
+// authority and a few relays, all exits to 127.0.0.1 (and to
+// TorNetworkConfig.ExitPorts), voting every 10 seconds so that a consensus
+// exists within about 20 s. Every tor listens on 127.0.0.1 only.
+type TorNetwork struct {
+	// Lines are the torrc lines a bridge or client of this network needs
+	// (TestingTorNetwork, the DirAuthority line, ...).
+	Lines []string
+	// ConsensusURL is the authority's consensus.
+	ConsensusURL string
+
+	procs     []*Process
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// votingLines make the authority vote every 10 s from the start.
+var votingLines = []string{
+	"TestingV3AuthInitialVotingInterval 10",
+	"TestingV3AuthInitialVoteDelay 2",
+	"TestingV3AuthInitialDistDelay 2",
+	"V3AuthVotingInterval 10",
+	"V3AuthVoteDelay 2",
+	"V3AuthDistDelay 2",
+}
+
+// StartTorNetwork generates the authority's keys, starts the authority and
+// the relays, and waits until the authority publishes a consensus that
+// lists all of them with the Exit flag.
+func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, error) {
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("%w: TorNetworkConfig.Dir is required", ErrInvalidConfig)
+	}
+	if cfg.Tor == "" {
+		cfg.Tor = DefaultTorPath
+	}
+	if cfg.TorGencert == "" {
+		cfg.TorGencert = DefaultTorGencertPath
+	}
+	if cfg.Relays == 0 {
+		cfg.Relays = 3
+	}
+	addrs, err := FreeAddrs(2 + cfg.Relays)
+	if err != nil {
+		return nil, err
+	}
+	authOR, authDir := addrs[0], addrs[1]
+	authData := filepath.Join(cfg.Dir, "auth")
+	if err := os.MkdirAll(filepath.Join(authData, "keys"), 0o700); err != nil {
+		return nil, err
+	}
+
+	// The authority's v3 signing keys (tor-gencert) and its relay identity
+	// (tor --list-fingerprint), both needed for the DirAuthority line.
+	gencert := exec.CommandContext(ctx, cfg.TorGencert, "--create-identity-key", "-m", "12",
+		"-a", authDir, "-i", "authority_identity_key", "-s", "authority_signing_key",
+		"-c", "authority_certificate", "--passphrase-fd", "0")
+	gencert.Dir = filepath.Join(authData, "keys")
+	gencert.Stdin = strings.NewReader("\n")
+	if out, err := gencert.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("tor-gencert: %w\n%s", err, out)
+	}
+	cert, err := os.ReadFile(filepath.Join(authData, "keys", "authority_certificate"))
+	if err != nil {
+		return nil, err
+	}
+	var v3ident string
+	for line := range strings.SplitSeq(string(cert), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "fingerprint" {
+			v3ident = f[1]
+		}
+	}
+	if v3ident == "" {
+		return nil, fmt.Errorf("no fingerprint in the authority certificate")
+	}
+	fpTorrc := filepath.Join(cfg.Dir, "auth-fingerprint-torrc")
+	if err := os.WriteFile(fpTorrc, fmt.Appendf(nil, "DataDirectory %s\nORPort %s\nNickname auth\n", authData, authOR), 0o600); err != nil {
+		return nil, err
+	}
+	if out, err := exec.CommandContext(ctx, cfg.Tor, "--list-fingerprint", "-f", fpTorrc, "--defaults-torrc", os.DevNull).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("tor --list-fingerprint: %w\n%s", err, out)
+	}
+	authFP, err := readFingerprint(filepath.Join(authData, "fingerprint"))
+	if err != nil {
+		return nil, err
+	}
+
+	n := &TorNetwork{
+		Lines: []string{
+			"TestingTorNetwork 1",
+			fmt.Sprintf("DirAuthority auth orport=%s no-v2 v3ident=%s %s %s", Port(authOR), v3ident, authDir, authFP),
+			"EnforceDistinctSubnets 0", // every node is on 127.0.0.1
+		},
+		ConsensusURL: "http://" + authDir + "/tor/status-vote/current/consensus",
+	}
+	// Exits resolve names with tor's own DNS client, and test it against
+	// public names at start: point it at a loopback nameserver and turn
+	// the tests off, so that nothing leaves the machine.
+	resolvConf := filepath.Join(cfg.Dir, "resolv.conf")
+	if err := os.WriteFile(resolvConf, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		return nil, err
+	}
+	exitPolicy := []string{
+		"ServerDNSResolvConfFile " + resolvConf,
+		"ServerDNSDetectHijacking 0",
+		"ServerDNSAllowBrokenConfig 1",
+		"ExitPolicy accept 127.0.0.1:*",
+	}
+	for _, port := range cfg.ExitPorts {
+		exitPolicy = append(exitPolicy, fmt.Sprintf("ExitPolicy accept *:%d", port))
+	}
+	exitPolicy = append(exitPolicy, "ExitPolicy reject *:*")
+	relayLines := func(name, data, orAddr string) []string {
+		return append(append(append([]string{
+			"DataDirectory " + data,
+			"Nickname " + name,
+			"Address 127.0.0.1",
+			"ORPort " + orAddr,
+			"SocksPort 0",
+			"ControlPort 0",
+			"ContactInfo " + name + "@example.invalid",
+			"AssumeReachable 1",
+			"ExitRelay 1",
+			"ExitPolicyRejectPrivate 0",
+			"ShutdownWaitLength 0",
+			"SafeLogging 0",
+			"Log notice stdout",
+		}, exitPolicy...), n.Lines...), votingLines...)
+	}
+
+	start := func(name string, lines []string, ready func(context.Context) error) error {
+		torrc := filepath.Join(cfg.Dir, name+"-torrc")
+		if err := os.WriteFile(torrc, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			return err
+		}
+		p, err := StartProcess(ctx, ProcessConfig{
+			Name: "tor-" + name, Path: cfg.Tor, LogPath: filepath.Join(cfg.Dir, name+".log"),
+			Args:  []string{"-f", torrc, "--defaults-torrc", os.DevNull},
+			Ready: ready,
+		})
+		if err != nil {
+			return err
+		}
+		n.procs = append(n.procs, p)
+		return nil
+	}
+	auth := append(relayLines("auth", authData, authOR),
+		"DirPort "+authDir,
+		"AuthoritativeDirectory 1",
+		"V3AuthoritativeDirectory 1",
+		"TestingDirAuthVoteExit *",
+		"TestingDirAuthVoteGuard *",
+		"TestingDirAuthVoteHSDir *",
+		"TestingMinExitFlagThreshold 0",
+	)
+	if err := start("auth", auth, TCPReady(authDir)); err != nil {
+		n.Close()
+		return nil, err
+	}
+	for i := range cfg.Relays {
+		name := fmt.Sprintf("relay%d", i+1)
+		data := filepath.Join(cfg.Dir, name)
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			n.Close()
+			return nil, err
+		}
+		if err := start(name, relayLines(name, data, addrs[2+i]), TCPReady(addrs[2+i])); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+
+	// Wait for a consensus with every node as an exit.
+	want := 1 + cfg.Relays
+	client := newHTTPClient(5 * time.Second)
+	defer client.CloseIdleConnections()
+	ready := func(ctx context.Context) error {
+		body, err := httpGet(ctx, client, n.ConsensusURL, http.StatusOK)
+		if err != nil {
+			return err
+		}
+		routers, exits := 0, 0
+		for line := range bytes.SplitSeq(body, []byte("\n")) {
+			switch {
+			case bytes.HasPrefix(line, []byte("r ")):
+				routers++
+			case bytes.HasPrefix(line, []byte("s ")) && bytes.Contains(line, []byte(" Exit")) && bytes.Contains(line, []byte(" Running")):
+				exits++
+			}
+		}
+		if routers < want || exits < want {
+			return fmt.Errorf("consensus has %d routers, %d running exits; want %d", routers, exits, want)
+		}
+		return nil
+	}
+	if err := poll(ctx, 90*time.Second, ready); err != nil {
+		n.Close()
+		return nil, fmt.Errorf("private tor network: %w", err)
+	}
+	return n, nil
+}
+
+// poll calls probe with a growing interval until it succeeds or timeout
+// passes.
+func poll(ctx context.Context, timeout time.Duration, probe func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	interval := 50 * time.Millisecond
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		err := probe(pctx)
+		pcancel()
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: %w (last: %v)", ErrNotReady, ctx.Err(), err)
+		case <-t.C:
+		}
+		interval = min(interval*2, time.Second)
+	}
+}
+
+// Processes returns the network's tor processes.
+func (n *TorNetwork) Processes() []*Process { return append([]*Process(nil), n.procs...) }
+
+// Close stops every tor of the network (SIGTERM, then SIGKILL after 10 s)
+// and returns their stop errors. It is idempotent.
+func (n *TorNetwork) Close() error {
+	n.closeOnce.Do(func() {
+		var wg sync.WaitGroup
+		errs := make([]error, len(n.procs))
+		for i, p := range n.procs {
+			wg.Go(func() { errs[i] = p.Stop(10 * time.Second) })
+		}
+		wg.Wait()
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
