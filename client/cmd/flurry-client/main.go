@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -27,9 +26,8 @@ import (
 
 	"github.com/flurrypt/flurry/client"
 	"github.com/flurrypt/flurry/common/safelog"
+	"github.com/flurrypt/flurry/common/version"
 )
-
-const version = "0.1.0"
 
 // methodName is the transport name tor knows us by (Snowflake's).
 const methodName = "snowflake"
@@ -145,30 +143,6 @@ func splitList(s string) []string {
 	return out
 }
 
-func versionString() string {
-	v := version
-	if info, ok := debug.ReadBuildInfo(); ok {
-		var rev string
-		var modified bool
-		for _, s := range info.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-		if len(rev) >= 8 {
-			v += " (" + rev[:8]
-			if modified {
-				v += "*"
-			}
-			v += ")"
-		}
-	}
-	return v
-}
-
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
@@ -184,7 +158,7 @@ func run(args []string) int {
 		return 2
 	}
 	if f.showVersion {
-		fmt.Fprintf(os.Stderr, "flurry-client %s\n", versionString())
+		fmt.Fprintf(os.Stderr, "flurry-client %s\n", version.String())
 		return 0
 	}
 	managed := f.socks == ""
@@ -290,7 +264,7 @@ func (s *server) runManaged(ctx context.Context, stop context.CancelFunc) int {
 		fmt.Fprintln(os.Stderr, "flurry-client:", err)
 		return 1
 	}
-	pt.ReportVersion("flurry-client", versionString())
+	pt.ReportVersion("flurry-client", version.String())
 	if info.ProxyURL != nil {
 		// Snowflake sends its WebRTC and broker traffic through tor's
 		// SOCKS5 proxy; this client does not support that yet.

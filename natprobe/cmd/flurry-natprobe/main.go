@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/flurrypt/flurry/common/safelog"
+	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/natprobe"
 )
 
@@ -46,7 +46,7 @@ func run() int {
 		loopbackOnly  = fs.Bool("loopback-only", false, "gather WebRTC candidates on loopback only (tests and the demo on one machine)")
 		unsafeLogging = fs.Bool("unsafe-logging", false, "do not scrub IP addresses from the log")
 		verbose       = fs.Bool("verbose", false, "debug logging")
-		version       = fs.Bool("version", false, "print the version and exit")
+		showVersion   = fs.Bool("version", false, "print the version and exit")
 	)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -54,8 +54,8 @@ func run() int {
 		}
 		return 2
 	}
-	if *version {
-		fmt.Fprintln(os.Stderr, "flurry-natprobe", versionString())
+	if *showVersion {
+		fmt.Fprintln(os.Stderr, "flurry-natprobe", version.String())
 		return 0
 	}
 	level := slog.LevelInfo
@@ -157,21 +157,4 @@ func newServer(h http.Handler, tlsConfig *tls.Config, log *slog.Logger) *http.Se
 		MaxHeaderBytes:    8 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
-}
-
-func versionString() string {
-	v := "(devel)"
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
-	}
-	if info.Main.Version != "" {
-		v = info.Main.Version
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 8 {
-			v += " (" + s.Value[:8] + ")"
-		}
-	}
-	return v
 }

@@ -12,13 +12,13 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/flurrypt/flurry/common/safelog"
+	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/proxy"
 )
 
@@ -58,7 +58,7 @@ func run() int {
 		metricsPort    = fs.Int("metrics-port", 9999, "metrics listen `port`")
 		unsafeLogging  = fs.Bool("unsafe-logging", false, "do not scrub IP addresses from the log")
 		verbose        = fs.Bool("verbose", false, "log every session (debug level)")
-		version        = fs.Bool("version", false, "print the version and exit")
+		showVersion    = fs.Bool("version", false, "print the version and exit")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-proxy -broker URL -relay URL [flags]\n\n")
@@ -71,8 +71,8 @@ func run() int {
 		}
 		return 2
 	}
-	if *version {
-		fmt.Fprintln(os.Stderr, "flurry-proxy", versionString())
+	if *showVersion {
+		fmt.Fprintln(os.Stderr, "flurry-proxy", version.String())
 		return 0
 	}
 	if *broker == "" || (*relay == "" && *pattern == "") {
@@ -150,21 +150,4 @@ func run() int {
 		return 1
 	}
 	return 0
-}
-
-func versionString() string {
-	v := "(devel)"
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
-	}
-	if info.Main.Version != "" {
-		v = info.Main.Version
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 8 {
-			v += " (" + s.Value[:8] + ")"
-		}
-	}
-	return v
 }

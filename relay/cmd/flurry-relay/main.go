@@ -17,7 +17,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,10 +28,9 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/flurrypt/flurry/common/safelog"
+	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/relay"
 )
-
-const version = "0.1.0"
 
 // methodName is the transport name tor knows us by.
 const methodName = "snowflake"
@@ -89,34 +87,10 @@ Flags:
 	return &f
 }
 
-func versionString() string {
-	v := version
-	if info, ok := debug.ReadBuildInfo(); ok {
-		var rev string
-		var modified bool
-		for _, s := range info.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-		if len(rev) >= 8 {
-			v += " (" + rev[:8]
-			if modified {
-				v += "*"
-			}
-			v += ")"
-		}
-	}
-	return v
-}
-
 func main() {
 	f := parseFlags()
 	if f.showVersion {
-		fmt.Fprintf(os.Stderr, "flurry-relay %s\n", versionString())
+		fmt.Fprintf(os.Stderr, "flurry-relay %s\n", version.String())
 		return
 	}
 	if flag.NArg() > 0 {
@@ -184,7 +158,7 @@ func run(f *flags, logger *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		logger.Info("flurry-relay starting", "version", versionString(), "forward", f.forward)
+		logger.Info("flurry-relay starting", "version", version.String(), "forward", f.forward)
 		if challenge != nil {
 			defer challenge()
 		}
@@ -199,7 +173,7 @@ func runManaged(ctx context.Context, f *flags, cfg relay.Config, logger *slog.Lo
 	if err != nil {
 		return fmt.Errorf("pt server setup: %w", err)
 	}
-	pt.ReportVersion("flurry-relay", versionString())
+	pt.ReportVersion("flurry-relay", version.String())
 	if os.Getenv("TOR_PT_EXIT_ON_STDIN_CLOSE") == "1" {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
@@ -288,7 +262,7 @@ func runManaged(ctx context.Context, f *flags, cfg relay.Config, logger *slog.Lo
 	if len(listeners) == 0 {
 		return errors.New("no listener")
 	}
-	logger.Info("flurry-relay running as a managed transport", "version", versionString(), "listeners", len(listeners))
+	logger.Info("flurry-relay running as a managed transport", "version", version.String(), "listeners", len(listeners))
 
 	if f.metricsAddr != "" {
 		mln, err := net.Listen("tcp", f.metricsAddr)
