@@ -97,6 +97,9 @@ func (r *testRelay) acceptLoop() {
 		go func() {
 			defer r.wg.Done()
 			defer conn.Close()
+			// smux does not close a session whose connection failed: its
+			// keepalive goroutine would live on until the keepalive timeout.
+			defer sess.Close()
 			for {
 				st, err := sess.AcceptStream()
 				if err != nil {
