@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pion/transport/v5/deadline"
 )
 
 const (
@@ -82,7 +84,7 @@ type QueuePacketConn struct {
 	closed       chan struct{}
 	closeOnce    sync.Once
 	wg           sync.WaitGroup // the expiry goroutine
-	readDeadline *deadline
+	readDeadline *deadline.Deadline
 
 	mu      sync.RWMutex
 	clients map[net.Addr]*clientQueue // guarded by mu; nil after Close
@@ -114,7 +116,7 @@ func NewQueuePacketConn(localAddr net.Addr, timeout time.Duration, mtu int) *Que
 		incoming:     make(chan taggedPacket, QueueSize),
 		closedQueue:  make(chan []byte),
 		closed:       make(chan struct{}),
-		readDeadline: newDeadline(),
+		readDeadline: deadline.New(),
 		clients:      make(map[net.Addr]*clientQueue),
 	}
 	close(c.closedQueue)
@@ -161,18 +163,18 @@ func (c *QueuePacketConn) QueueIncoming(p []byte, addr net.Addr) {
 // packet arrives, the read deadline passes (an error whose Timeout() is true)
 // or the conn is closed (an error matching net.ErrClosed).
 func (c *QueuePacketConn) ReadFrom(p []byte) (int, net.Addr, error) {
-	deadline := c.readDeadline.done()
+	timedOut := c.readDeadline.Done()
 	select {
 	case <-c.closed:
 		return 0, nil, c.opError("read", nil, net.ErrClosed)
-	case <-deadline:
+	case <-timedOut:
 		return 0, nil, c.opError("read", nil, os.ErrDeadlineExceeded)
 	default:
 	}
 	select {
 	case <-c.closed:
 		return 0, nil, c.opError("read", nil, net.ErrClosed)
-	case <-deadline:
+	case <-timedOut:
 		return 0, nil, c.opError("read", nil, os.ErrDeadlineExceeded)
 	case pkt := <-c.incoming:
 		n := copy(p, pkt.p)
@@ -351,7 +353,7 @@ func (c *QueuePacketConn) expire() {
 func (c *QueuePacketConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		c.readDeadline.stop()
+		c.readDeadline.Set(time.Time{}) // stops its timer
 		c.mu.Lock()
 		c.shut = true
 		for _, q := range c.clients {
@@ -375,7 +377,7 @@ func (c *QueuePacketConn) SetDeadline(t time.Time) error {
 // SetReadDeadline sets the deadline for ReadFrom calls, including blocked
 // ones; the zero time means none.
 func (c *QueuePacketConn) SetReadDeadline(t time.Time) error {
-	c.readDeadline.set(t)
+	c.readDeadline.Set(t)
 	return nil
 }
 

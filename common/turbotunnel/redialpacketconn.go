@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pion/transport/v5/deadline"
 )
 
 // RedialBufferSize is the size of the buffers a RedialPacketConn reads
@@ -50,7 +52,7 @@ type RedialPacketConn struct {
 	pool         *bufferPool
 	recvQueue    chan []byte
 	sendQueue    chan []byte
-	readDeadline *deadline
+	readDeadline *deadline.Deadline
 	cancel       context.CancelFunc // cancels the context given to dial
 	closed       chan struct{}
 	closeOnce    sync.Once
@@ -76,7 +78,7 @@ func NewRedialPacketConn(localAddr, remoteAddr net.Addr, dial func(ctx context.C
 		pool:         newBufferPool(RedialBufferSize),
 		recvQueue:    make(chan []byte, QueueSize),
 		sendQueue:    make(chan []byte, QueueSize),
-		readDeadline: newDeadline(),
+		readDeadline: deadline.New(),
 		cancel:       cancel,
 		closed:       make(chan struct{}),
 	}
@@ -168,18 +170,18 @@ func (c *RedialPacketConn) writeCarrier(conn net.PacketConn, readerDone <-chan s
 // ends: after Close the error matches net.ErrClosed, after a dial error it
 // matches ErrDial and wraps the dial error.
 func (c *RedialPacketConn) ReadFrom(p []byte) (int, net.Addr, error) {
-	deadline := c.readDeadline.done()
+	timedOut := c.readDeadline.Done()
 	select {
 	case <-c.closed:
 		return 0, nil, c.opError("read", c.err)
-	case <-deadline:
+	case <-timedOut:
 		return 0, nil, c.opError("read", os.ErrDeadlineExceeded)
 	default:
 	}
 	select {
 	case <-c.closed:
 		return 0, nil, c.opError("read", c.err)
-	case <-deadline:
+	case <-timedOut:
 		return 0, nil, c.opError("read", os.ErrDeadlineExceeded)
 	case buf := <-c.recvQueue:
 		n := copy(p, buf)
@@ -221,7 +223,7 @@ func (c *RedialPacketConn) closeWithError(err error) {
 		c.err = err
 		close(c.closed)
 		c.cancel()
-		c.readDeadline.stop()
+		c.readDeadline.Set(time.Time{}) // stops its timer
 	})
 }
 
@@ -258,7 +260,7 @@ func (c *RedialPacketConn) SetDeadline(t time.Time) error {
 // SetReadDeadline sets the deadline for ReadFrom calls, including blocked
 // ones; the zero time means none.
 func (c *RedialPacketConn) SetReadDeadline(t time.Time) error {
-	c.readDeadline.set(t)
+	c.readDeadline.Set(t)
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pion/transport/v5/deadline"
 )
 
 // QueueSize is the capacity of the send and receive queues, in packets
@@ -52,7 +54,7 @@ type Conn struct {
 	boxes         sync.Pool // of empty *[]byte, so putBuf allocates nothing
 	recv          chan []byte
 	send          chan []byte
-	readDeadline  *deadline
+	readDeadline  *deadline.Deadline
 	closed        chan struct{}
 	closeOnce     sync.Once
 	wg            sync.WaitGroup // carrier goroutines
@@ -80,7 +82,7 @@ func New(local, remote net.Addr) *Conn {
 		remote:       remote,
 		recv:         make(chan []byte, QueueSize),
 		send:         make(chan []byte, QueueSize),
-		readDeadline: newDeadline(),
+		readDeadline: deadline.New(),
 		closed:       make(chan struct{}),
 		members:      make(map[*member]struct{}),
 		changed:      make(chan struct{}),
@@ -227,7 +229,7 @@ func (c *Conn) writer(m *member) {
 // ReadFrom returns the next packet received on any carrier, truncated to
 // len(p), with the fixed remote address.
 func (c *Conn) ReadFrom(p []byte) (int, net.Addr, error) {
-	dl := c.readDeadline.done()
+	dl := c.readDeadline.Done()
 	select {
 	case <-c.closed:
 		return 0, nil, c.opError("read", ErrConnClosed)
@@ -278,7 +280,7 @@ func (c *Conn) Close() error {
 			members = append(members, m)
 		}
 		c.mu.Unlock()
-		c.readDeadline.stop()
+		c.readDeadline.Set(time.Time{}) // stops its timer
 		for _, m := range members {
 			m.kill()
 		}
@@ -307,7 +309,7 @@ func (c *Conn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
 // SetReadDeadline sets the deadline of ReadFrom calls, blocked ones
 // included; the zero time means none.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	c.readDeadline.set(t)
+	c.readDeadline.Set(t)
 	return nil
 }
 
