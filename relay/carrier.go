@@ -115,7 +115,7 @@ func (c *carrier) serve() {
 	if c.writerStarted {
 		<-c.writerDone
 	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) { // readLoop always ends with an error
 		c.r.log.Debug("carrier ended", "error", err)
 	}
 }

@@ -187,6 +187,7 @@ func newTestClient(tb testing.TB, pconn *testPacketConn) *testClient {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
 	conn.SetStreamMode(true)
 	conn.SetWindowSize(65535, 65535)
 	conn.SetNoDelay(0, 0, 0, 1)

@@ -68,6 +68,7 @@ func (s *shard) acceptLoop(r *Relay) {
 		}
 		// Snowflake's client parameters (reference section 4.5), which
 		// both ends must share.
+		//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
 		conn.SetStreamMode(true)
 		conn.SetWindowSize(kcpWindow, kcpWindow)
 		conn.SetNoDelay(0, 0, 0, 1)

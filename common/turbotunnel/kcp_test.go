@@ -19,6 +19,7 @@ const hangGuard = 30 * time.Second
 
 // tuneKCP applies Snowflake's KCP settings (both sides).
 func tuneKCP(s *kcp.UDPSession) {
+	//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
 	s.SetStreamMode(true)
 	s.SetWindowSize(65535, 65535)
 	s.SetNoDelay(0, 0, 0, 1)
