@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/loadgen"
 )
 
 func main() {
@@ -130,6 +131,7 @@ func run() int {
 
 	step("Downloading %s (%s) through client -> proxy -> relay -> target", cluster.Target.URL, demo.FormatBytes(float64(*size)))
 	var progress demo.Progress
+	cpuBefore := cpuTimes(cluster.Processes())
 	type result struct {
 		res demo.FetchResult
 		err error
@@ -183,6 +185,7 @@ func run() int {
 	if len(servedBy) > 0 {
 		fmt.Printf("    carried by                          %s\n", strings.Join(servedBy, ", "))
 	}
+	printCPU(cluster.Processes(), cpuBefore, *size)
 	failed = false
 	return 0
 }
@@ -208,4 +211,38 @@ func printProgress(w io.Writer, n, total int64, elapsed time.Duration) {
 		rate = float64(n) / s
 	}
 	fmt.Fprintf(w, "\r    [%s] %5.1f%%  %s / %s  %s/s   ", bar, 100*frac, demo.FormatBytes(float64(n)), demo.FormatBytes(float64(total)), demo.FormatBytes(rate))
+}
+
+// cpuTimes reads the CPU time each process has used so far (Linux /proc;
+// processes it cannot read are left out).
+func cpuTimes(procs []*demo.Process) map[string]time.Duration {
+	out := make(map[string]time.Duration, len(procs))
+	for _, p := range procs {
+		if s, err := loadgen.ReadProc(p.PID()); err == nil {
+			out[p.Name()] = s.CPU
+		}
+	}
+	return out
+}
+
+// printCPU reports the CPU time each process spent during the download, per
+// megabyte carried: what the chain costs, role by role.
+func printCPU(procs []*demo.Process, before map[string]time.Duration, size int64) {
+	after := cpuTimes(procs)
+	mb := float64(size) / 1e6
+	fmt.Printf("    CPU per MB during the download      ")
+	first := true
+	for _, p := range procs {
+		b, okb := before[p.Name()]
+		a, oka := after[p.Name()]
+		if !okb || !oka {
+			continue
+		}
+		if !first {
+			fmt.Printf(", ")
+		}
+		first = false
+		fmt.Printf("%s %.1f ms", p.Name(), float64((a-b).Milliseconds())/mb)
+	}
+	fmt.Println()
 }
