@@ -50,6 +50,25 @@ type Broker struct {
 	allow    []string                // Allow header value, never modified
 	ctype    []string                // Content-Type header value, never modified
 	shutOnce sync.Once               // guards Shutdown
+	parks    parkSet                 // parked polls and idle connections
+	// parkAfter: see defaultParkAfter (tests change it before serving).
+	parkAfter time.Duration
+}
+
+// defaultParkAfter is how long a proxy poll that can be parked (see
+// Listener) first waits for a client in its handler while clients are
+// being matched (one was, less than defaultParkAfter ago). Parking costs a
+// hijack and, when the connection comes back, a new net/http connection
+// goroutine: under heavy load most polls are matched sooner than this and
+// skip that cost, while a poll that waits its whole hold (10 s) spends 1%
+// of it in the handler. With no recent match, polls are parked at once.
+const defaultParkAfter = 100 * time.Millisecond
+
+// matchingNow reports whether a client took a proxy less than parkAfter
+// ago (by any rendezvous method).
+func (b *Broker) matchingNow() bool {
+	d := b.match.SinceLastMatch()
+	return b.parkAfter > 0 && d >= 0 && d < b.parkAfter
 }
 
 // pool is the reloadable state of one NAT pool.
@@ -112,9 +131,11 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 		stats: rec,
 		match: matcher.New(),
 		addrs: clientaddr.New(cfg.TrustedProxies),
-		cors:  [2][]string{{"*"}, {"Origin, X-Session-ID"}},
+		cors:  [2][]string{{corsOrigin}, {corsHeaders}},
 		allow: []string{"OPTIONS, POST"},
-		ctype: []string{"text/plain; charset=utf-8"},
+		ctype: []string{textPlain},
+
+		parkAfter: defaultParkAfter,
 	}
 	if cfg.AllowedRelayPattern != "" {
 		p, _ := relaypattern.Parse(cfg.AllowedRelayPattern) // validated
@@ -311,11 +332,16 @@ func (b *Broker) Run(ctx context.Context) error {
 // Shutdown answers every waiting proxy poll with "no match" at once and
 // from then on answers new polls with "no match" and new clients with "no
 // snowflake proxies currently available". Sessions already matched still
-// complete. Call it before http.Server.Shutdown, which then waits for the
-// remaining client requests (at most ClientTimeout). Shutdown is idempotent.
+// complete. Polls parked off net/http (see Listener) are answered with
+// "Connection: close" and their connections closed, as are the idle
+// connections the broker holds; Shutdown returns once they are (each write
+// is bounded by a short deadline). Call it before http.Server.Shutdown,
+// which then waits for the remaining client requests (at most
+// ClientTimeout). Shutdown is idempotent.
 func (b *Broker) Shutdown() {
 	b.shutOnce.Do(func() {
-		b.match.Close()
 		b.cfg.Logger.Info("broker shutting down")
+		b.match.Close()
+		b.parks.close()
 	})
 }

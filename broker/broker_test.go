@@ -79,7 +79,18 @@ func snowflakeBridges(t testing.TB) string {
 // TestGoldenRendezvous runs a whole rendezvous with Snowflake's own wire
 // vectors and checks every response byte for byte.
 func TestGoldenRendezvous(t *testing.T) {
-	tb := newTestBroker(t, broker.Config{BridgeListPath: snowflakeBridges(t), ProxyHold: longHold})
+	for _, mode := range serveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			// Twice: the second poll follows a match (the grace mode's
+			// delay before parking) on a reused connection.
+			tb := mode.start(t, broker.Config{BridgeListPath: snowflakeBridges(t), ProxyHold: longHold})
+			goldenRendezvous(t, tb)
+			goldenRendezvous(t, tb)
+		})
+	}
+}
+
+func goldenRendezvous(t *testing.T, tb *testBroker) {
 	proxyRes := async(func() response { return tb.post(t, "/proxy", vector(t, "proxy-poll-request-1.3.json")) })
 	tb.rec.waitStarted(t, 1)
 	clientRes := async(func() response { return tb.post(t, "/client", vector(t, "client-poll-request-1.0.txt")) })
@@ -481,7 +492,14 @@ func TestNATPoolsOverHTTP(t *testing.T) {
 }
 
 func TestProxyDisconnectLeavesPool(t *testing.T) {
-	tb := newTestBroker(t, broker.Config{ProxyHold: longHold})
+	for _, mode := range serveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			proxyDisconnectLeavesPool(t, mode.start(t, broker.Config{ProxyHold: longHold}))
+		})
+	}
+}
+
+func proxyDisconnectLeavesPool(t *testing.T, tb *testBroker) {
 	req, err := http.NewRequest(http.MethodPost, tb.srv.URL+"/proxy", bytes.NewReader(proxyPoll(t, "leaver", messages.NATUnrestricted, 0, ptr(""))))
 	if err != nil {
 		t.Fatal(err)
@@ -512,7 +530,12 @@ func TestProxyDisconnectLeavesPool(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	tb := newTestBroker(t, broker.Config{ProxyHold: longHold})
+	for _, mode := range serveModes {
+		t.Run(mode.name, func(t *testing.T) { shutdown(t, mode.start(t, broker.Config{ProxyHold: longHold})) })
+	}
+}
+
+func shutdown(t *testing.T, tb *testBroker) {
 	const n = 20
 	results := make([]<-chan response, n)
 	for i := range n {

@@ -17,8 +17,15 @@ import (
 // answer of the proxy that received its own offer. goleak (TestMain) checks
 // that nothing is left behind.
 func TestConcurrency(t *testing.T) {
+	for _, mode := range serveModes {
+		t.Run(mode.name, func(t *testing.T) {
+			concurrency(t, mode.start(t, broker.Config{ProxyHold: longHold, ClientTimeout: time.Minute}))
+		})
+	}
+}
+
+func concurrency(t *testing.T, tb *testBroker) {
 	const proxies, clients = 1000, 500
-	tb := newTestBroker(t, broker.Config{ProxyHold: longHold, ClientTimeout: time.Minute})
 	tb.client.Transport.(*http.Transport).MaxIdleConnsPerHost = proxies + clients
 
 	var wg sync.WaitGroup

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"os"
+	"time"
 
 	"github.com/flurrypt/flurry/broker/internal/event"
 )
@@ -19,3 +20,7 @@ func (b *Broker) EndMetricsPeriod() error {
 	}
 	return errors.Join(b.stats.EndPeriod(f), f.Close())
 }
+
+// SetParkAfter sets how long a parkable poll waits in its handler before it
+// is parked (0: at once). Call it before serving.
+func (b *Broker) SetParkAfter(d time.Duration) { b.parkAfter = d }

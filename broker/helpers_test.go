@@ -98,16 +98,59 @@ type testBroker struct {
 	client *http.Client
 }
 
-// newTestBroker starts a broker with cfg on an httptest server. The server
-// is closed (after Shutdown) when the test ends.
+// newTestBroker starts a broker with cfg on an httptest server whose
+// listener is the broker's (so proxy polls are parked off net/http). The
+// server is closed (after Shutdown) when the test ends.
 func newTestBroker(t testing.TB, cfg broker.Config) *testBroker {
+	t.Helper()
+	return startTestBroker(t, cfg, true)
+}
+
+// newPlainTestBroker is newTestBroker on a plain httptest server: polls
+// wait in their handler.
+func newPlainTestBroker(t testing.TB, cfg broker.Config) *testBroker {
+	t.Helper()
+	return startTestBroker(t, cfg, false)
+}
+
+// newGraceTestBroker is newTestBroker with the production delay before a
+// poll is parked while clients are being matched.
+func newGraceTestBroker(t testing.TB, cfg broker.Config) *testBroker {
+	t.Helper()
+	return startTestBroker(t, cfg, true, func(b *broker.Broker) {})
+}
+
+// serveModes are the ways a broker can be served; tests of behaviour that
+// must not depend on it run in each.
+var serveModes = []struct {
+	name  string
+	start func(testing.TB, broker.Config) *testBroker
+}{
+	{"parked", newTestBroker},
+	{"grace", newGraceTestBroker},
+	{"plain", newPlainTestBroker},
+}
+
+// startTestBroker starts the test broker; with parking, on its own
+// listener, with setup (default: park polls at once) run before serving.
+func startTestBroker(t testing.TB, cfg broker.Config, parking bool, setup ...func(*broker.Broker)) *testBroker {
 	t.Helper()
 	rec := newRecorder()
 	b, err := broker.NewWithSink(cfg, rec)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	srv := httptest.NewServer(b.Handler())
+	srv := httptest.NewUnstartedServer(b.Handler())
+	if parking {
+		if len(setup) == 0 {
+			setup = append(setup, func(b *broker.Broker) { b.SetParkAfter(0) })
+		}
+		for _, f := range setup {
+			f(b)
+		}
+		srv.Listener = b.Listener(srv.Listener, nil)
+	}
+	srv.Start()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	t.Cleanup(func() {
 		b.Shutdown()

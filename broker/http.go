@@ -33,6 +33,7 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 //	POST /proxy       proxy long-poll
 //	POST /client      client offer (1.0 framing or legacy bare offer)
 //	POST /answer      proxy answer
+//	GET  /amp/client/…  client offer through an AMP cache (reply armored in an AMP page)
 //	GET  /debug       Snowflake's summary of the proxies held now
 //	GET  /metrics     the metrics log (every descriptor so far); 404 without one
 //	GET  /prometheus  Prometheus metrics (unless Config.SeparatePrometheus)
@@ -43,12 +44,16 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 // preflight) with 200 and carry Access-Control-Allow-Origin: * on every
 // response, as in Snowflake; other methods get 405. Every other path is
 // 404. The time to answer each request is recorded per endpoint.
+//
+// Serve it on a Listener so that waiting proxy polls keep no net/http
+// goroutine or buffers; it works on any server.
 func (b *Broker) Handler() http.Handler {
 	rec := b.stats
 	mux := http.NewServeMux()
-	mux.Handle("/proxy", rec.Instrument(stats.EndpointProxy, b.endpoint(event.EndpointProxy, b.proxyLimit, b.serveProxy)))
-	mux.Handle("/client", rec.Instrument(stats.EndpointClient, b.endpoint(event.EndpointClient, b.clientLimit, b.serveClient)))
-	mux.Handle("/answer", rec.Instrument(stats.EndpointAnswer, b.endpoint(event.EndpointAnswer, nil, b.serveAnswer)))
+	mux.Handle("/proxy", b.endpoint(stats.EndpointProxy, event.EndpointProxy, b.proxyLimit, b.serveProxy))
+	mux.Handle("/client", b.endpoint(stats.EndpointClient, event.EndpointClient, b.clientLimit, answered(b.serveClient)))
+	mux.Handle("/answer", b.endpoint(stats.EndpointAnswer, event.EndpointAnswer, nil, answered(b.serveAnswer)))
+	mux.Handle(AMPPathPrefix, rec.Instrument(stats.EndpointAMP, b.AMPHandler()))
 	mux.Handle("/debug", rec.Instrument(stats.EndpointDebug, b.withCORS(http.HandlerFunc(b.serveDebug))))
 	mux.Handle("/metrics", rec.Instrument(stats.EndpointMetrics, b.withCORS(rec.MetricsHandler())))
 	if !b.cfg.SeparatePrometheus {
@@ -104,43 +109,61 @@ func (b *Broker) serveDebug(w http.ResponseWriter, r *http.Request) {
 }
 
 // bodyHandler serves a request whose body has been read into *bufp. It
-// must call b.putBuf(bufp) once it no longer needs the body.
-type bodyHandler func(w http.ResponseWriter, r *http.Request, addr netip.Addr, start time.Time, bufp *[]byte)
+// must call b.putBuf(bufp) once it no longer needs the body. It returns
+// true if it handed the request over (a parked proxy poll), which then
+// records its own duration.
+type bodyHandler func(w http.ResponseWriter, r *http.Request, addr netip.Addr, start time.Time, bufp *[]byte) (handedOver bool)
+
+// answered adapts a handler that always answers its request itself.
+func answered(serve func(w http.ResponseWriter, r *http.Request, addr netip.Addr, start time.Time, bufp *[]byte)) bodyHandler {
+	return func(w http.ResponseWriter, r *http.Request, addr netip.Addr, start time.Time, bufp *[]byte) bool {
+		serve(w, r, addr, start, bufp)
+		return false
+	}
+}
 
 // endpoint wraps a rendezvous endpoint with CORS, the method check, the
-// per-address rate limit and the body limit.
-func (b *Broker) endpoint(ep event.Endpoint, limit *ratelimit.Limiter, serve bodyHandler) http.Handler {
+// per-address rate limit and the body limit, and records each request's
+// duration under the statistics endpoint name se.
+func (b *Broker) endpoint(se string, ep event.Endpoint, limit *ratelimit.Limiter, serve bodyHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		h := w.Header()
-		h["Access-Control-Allow-Origin"] = b.cors[0]
-		h["Access-Control-Allow-Headers"] = b.cors[1]
-		addr := b.addrs.Addr(r)
-		switch r.Method {
-		case http.MethodPost:
-		case http.MethodOptions:
-			return // preflight: 200, empty body
-		default:
-			h["Allow"] = b.allow
-			b.reject(w, ep, event.ReasonMethod, addr, http.StatusMethodNotAllowed, "method not allowed")
-			return
+		if !b.serveEndpoint(w, r, ep, limit, serve, start) {
+			b.stats.ObserveRequest(se, time.Since(start))
 		}
-		if !limit.Allow(addr) {
-			h.Set("Retry-After", "1")
-			b.reject(w, ep, event.ReasonRateLimited, addr, http.StatusTooManyRequests, "rate limit exceeded")
-			return
-		}
-		bufp, status := b.readBody(w, r)
-		if status == http.StatusRequestEntityTooLarge {
-			b.reject(w, ep, event.ReasonTooLarge, addr, status, "request body too large")
-			return
-		}
-		if status != 0 {
-			b.reject(w, ep, event.ReasonMalformed, addr, status, "cannot read request body")
-			return
-		}
-		serve(w, r, addr, start, bufp)
 	})
+}
+
+// serveEndpoint is endpoint's request handling; it returns serve's result.
+func (b *Broker) serveEndpoint(w http.ResponseWriter, r *http.Request, ep event.Endpoint, limit *ratelimit.Limiter, serve bodyHandler, start time.Time) bool {
+	h := w.Header()
+	h["Access-Control-Allow-Origin"] = b.cors[0]
+	h["Access-Control-Allow-Headers"] = b.cors[1]
+	addr := b.addrs.Addr(r)
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodOptions:
+		return false // preflight: 200, empty body
+	default:
+		h["Allow"] = b.allow
+		b.reject(w, ep, event.ReasonMethod, addr, http.StatusMethodNotAllowed, "method not allowed")
+		return false
+	}
+	if !limit.Allow(addr) {
+		h.Set("Retry-After", "1")
+		b.reject(w, ep, event.ReasonRateLimited, addr, http.StatusTooManyRequests, "rate limit exceeded")
+		return false
+	}
+	bufp, status := b.readBody(w, r)
+	if status == http.StatusRequestEntityTooLarge {
+		b.reject(w, ep, event.ReasonTooLarge, addr, status, "request body too large")
+		return false
+	}
+	if status != 0 {
+		b.reject(w, ep, event.ReasonMalformed, addr, status, "cannot read request body")
+		return false
+	}
+	return serve(w, r, addr, start, bufp)
 }
 
 // readBody reads the request body into a pooled buffer. It returns a
@@ -197,53 +220,61 @@ func (b *Broker) write(w http.ResponseWriter, body []byte) {
 	_, _ = w.Write(body) // a failed write means the peer left; nothing to do
 }
 
-// serveProxy handles a proxy's long-poll.
-func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.Addr, _ time.Time, bufp *[]byte) {
+// serveProxy handles a proxy's long-poll. A poll that can be parked (see
+// Listener) waits off net/http: serveProxy then returns true.
+func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.Addr, start time.Time, bufp *[]byte) bool {
 	req, err := messages.DecodeProxyPollRequest(*bufp)
 	b.putBuf(bufp)
 	if err != nil {
 		b.reject(w, event.EndpointProxy, event.ReasonMalformed, addr, http.StatusBadRequest, messageErrorText(err))
-		return
+		return false
 	}
 	ev := event.Proxy{Type: req.Type, NAT: req.NAT, Addr: addr, RelayPattern: req.AcceptedRelayPattern != nil}
 	accepts := b.acceptance(req.AcceptedRelayPattern)
 	if accepts == 0 {
 		b.sink.ProxyPollRejected(ev)
 		b.write(w, b.fixed.incorrectPattern)
-		return
+		return false
 	}
 	nat := matcherNAT(req.NAT)
 	p := &matcher.Proxy{Sid: req.Sid, NAT: nat, Clients: req.Clients, Accepts: accepts, Type: req.Type}
 	switch err := b.match.Enqueue(p); {
+	case err == nil:
 	case errors.Is(err, matcher.ErrDuplicateSid):
 		b.reject(w, event.EndpointProxy, event.ReasonDuplicateSid, addr, http.StatusBadRequest, "duplicate session id")
-		return
-	case err != nil: // matcher.ErrClosed: shutting down
+		return false
+	default: // matcher.ErrClosed: shutting down
 		b.sink.ProxyPollStarted(ev)
 		b.sink.ProxyPollEnded(ev, event.ProxyIdle)
 		b.write(w, b.pools[poolIndex(nat)].Load().noMatch)
-		return
+		return false
 	}
 	b.sink.ProxyPollStarted(ev)
-	offer, err := b.match.Wait(r.Context(), p, b.cfg.ProxyHold)
+	var offer matcher.Offer
+	hold := b.cfg.ProxyHold
+	if idle, ok := b.parkable(r); ok && b.parkAfter < hold {
+		holdEnd := time.Now().Add(hold)
+		err = matcher.ErrStillWaiting
+		if b.matchingNow() {
+			offer, err = b.match.Await(r.Context(), p, b.parkAfter)
+		}
+		if err == matcher.ErrStillWaiting {
+			if b.park(w, p, ev, start, holdEnd, idle) {
+				return true
+			}
+			offer, err = b.match.Wait(r.Context(), p, time.Until(holdEnd))
+		}
+	} else {
+		offer, err = b.match.Wait(r.Context(), p, hold)
+	}
 	pl := b.pools[poolIndex(nat)].Load()
 	switch {
 	case err == nil:
 		b.sink.ProxyPollEnded(ev, event.ProxyMatched)
-		resp := messages.ProxyPollResponse{
-			Status:   messages.StatusClientMatch,
-			Offer:    offer.SDP,
-			NAT:      natString(offer.NAT),
-			NextPoll: pl.nextPoll,
-			RelayURL: b.bridges.At(offer.Bridge).WebSocketAddress,
-		}
-		body, err := resp.Encode()
-		if err != nil {
-			// Cannot happen: the offer was validated on the way in and
-			// the relay URLs at startup. The client will time out.
-			b.cfg.Logger.Error("encode proxy match response", "err", err)
+		body := b.matchResponse(offer, pl)
+		if body == nil {
 			http.Error(w, "internal error", http.StatusInternalServerError)
-			return
+			return false
 		}
 		b.write(w, body)
 	case errors.Is(err, matcher.ErrNoMatch):
@@ -253,6 +284,7 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 		// The proxy went away; there is nobody to answer.
 		b.sink.ProxyPollEnded(ev, event.ProxyGone)
 	}
+	return false
 }
 
 // acceptance returns the set of bridges (bit i = bridge i) a proxy with the

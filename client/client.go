@@ -12,13 +12,14 @@ import (
 
 	"github.com/flurrypt/flurry/client/internal/nat"
 	"github.com/flurrypt/flurry/client/internal/rendezvous"
+	sqsrendezvous "github.com/flurrypt/flurry/client/internal/rendezvous/sqs"
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 	"github.com/flurrypt/flurry/messages"
 )
 
 // Rendezvous carries an encoded client poll request to the broker and
-// returns the broker's encoded reply (see package messages). The HTTP
-// method is built in; WithRendezvous plugs in another one.
+// returns the broker's encoded reply (see package messages). The HTTP, AMP
+// cache and SQS methods are built in; WithRendezvous plugs in another one.
 type Rendezvous interface {
 	Exchange(ctx context.Context, request []byte) ([]byte, error)
 }
@@ -38,9 +39,9 @@ func WithRendezvous(r Rendezvous) Option {
 	return func(o *options) { o.rendezvous = r }
 }
 
-// WithHTTPTransport replaces the transport of the HTTP rendezvous (for
-// example to send broker requests through a proxy). utls-imitate is then
-// ignored.
+// WithHTTPTransport replaces the transport of the HTTP, AMP cache or SQS
+// rendezvous (for example to send broker requests through a proxy).
+// utls-imitate is then ignored.
 func WithHTTPTransport(rt http.RoundTripper) Option {
 	return func(o *options) { o.httpTransport = rt }
 }
@@ -114,12 +115,30 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 				return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 			}
 		}
-		rv, err = rendezvous.NewHTTP(rendezvous.HTTPConfig{
-			BrokerURL: cfg.BrokerURL,
-			Fronts:    cfg.Fronts,
-			Transport: transport,
-			Timeout:   cfg.RendezvousTimeout,
-		})
+		if cfg.SQSQueueURL != "" {
+			rv, err = sqsrendezvous.New(sqsrendezvous.Config{
+				QueueURL:    cfg.SQSQueueURL,
+				Credentials: cfg.SQSCredentials,
+				Transport:   transport,
+				Timeout:     cfg.RendezvousTimeout,
+				Logger:      logger,
+			})
+		} else if cfg.AMPCacheURL != "" {
+			rv, err = rendezvous.NewAMP(rendezvous.AMPConfig{
+				BrokerURL: cfg.BrokerURL,
+				CacheURL:  cfg.AMPCacheURL,
+				Fronts:    cfg.Fronts,
+				Transport: transport,
+				Timeout:   cfg.RendezvousTimeout,
+			})
+		} else {
+			rv, err = rendezvous.NewHTTP(rendezvous.HTTPConfig{
+				BrokerURL: cfg.BrokerURL,
+				Fronts:    cfg.Fronts,
+				Transport: transport,
+				Timeout:   cfg.RendezvousTimeout,
+			})
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}

@@ -3,13 +3,13 @@ package client
 import (
 	"fmt"
 	"log/slog"
-	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flurrypt/flurry/client/internal/rendezvous"
+	sqsrendezvous "github.com/flurrypt/flurry/client/internal/rendezvous/sqs"
+	"github.com/flurrypt/flurry/common/sqscreds"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -34,13 +34,17 @@ type Config struct {
 	// broker's host in the Host header.
 	Fronts []string
 
-	// AMPCacheURL is an AMP cache to rendezvous through (ampcache).
-	// Validated, but not supported yet: New returns ErrNotSupported.
+	// AMPCacheURL is an AMP cache to rendezvous through (ampcache), e.g.
+	// https://cdn.ampproject.org/. With BrokerURL (required), poll
+	// requests go through the cache instead of straight to the broker;
+	// Fronts then front the cache.
 	AMPCacheURL string
 
 	// SQSQueueURL and SQSCredentials select SQS rendezvous (sqsqueue,
-	// sqscreds). Validated, but not supported yet: New returns
-	// ErrNotSupported.
+	// sqscreds): poll requests go through the broker's Amazon SQS queue,
+	// https://sqs.<region>.amazonaws.com/<account>/<queue>, with the
+	// base64 credentials of package common/sqscreds. Exclusive with
+	// BrokerURL and AMPCacheURL; Fronts do not apply.
 	SQSQueueURL    string
 	SQSCredentials string
 
@@ -87,7 +91,7 @@ type Config struct {
 	Events chan<- Event
 
 	// RendezvousTimeout bounds one exchange with the broker; zero means
-	// 15 s (the broker's 5 s budget plus the network).
+	// 15 s (the broker's 5 s budget plus the network), 30 s with SQS.
 	RendezvousTimeout time.Duration
 
 	// GatherTimeout bounds ICE candidate gathering; zero means 5 s.
@@ -109,10 +113,6 @@ type Config struct {
 	// which doubles from RetryMin to RetryMax; zero means 1 s and 10 s.
 	RetryMin, RetryMax time.Duration
 }
-
-// sqsQueueHost is the host shape of an SQS queue URL; its group is the
-// region (Snowflake's check).
-var sqsQueueHost = regexp.MustCompile(`^sqs\.([\w-]+)\.amazonaws\.com$`)
 
 // check fills defaults and validates cfg. hasRendezvous says an Option
 // supplies the rendezvous method.
@@ -155,15 +155,14 @@ func (cfg *Config) check(hasRendezvous bool) error {
 		if cfg.BrokerURL != "" || cfg.AMPCacheURL != "" {
 			return ErrMultipleRendezvous
 		}
-		u, err := url.Parse(cfg.SQSQueueURL)
-		if err != nil || u.Scheme != "https" || !sqsQueueHost.MatchString(u.Host) {
-			return fmt.Errorf("%w: sqsqueue must be https://sqs.<region>.amazonaws.com/...", ErrInvalidConfig)
+		if _, err := sqsrendezvous.ParseRegion(cfg.SQSQueueURL); err != nil {
+			return fmt.Errorf("%w: sqsqueue: %w", ErrInvalidConfig, err)
 		}
 		if cfg.SQSCredentials == "" {
 			return fmt.Errorf("%w: sqsqueue needs sqscreds", ErrInvalidConfig)
 		}
-		if !hasRendezvous {
-			return fmt.Errorf("SQS rendezvous: %w", ErrNotSupported)
+		if _, err := sqscreds.Decode(cfg.SQSCredentials); err != nil {
+			return fmt.Errorf("%w: sqscreds: %w", ErrInvalidConfig, err)
 		}
 		return nil
 	}
@@ -181,12 +180,8 @@ func (cfg *Config) check(hasRendezvous bool) error {
 		if cfg.BrokerURL == "" {
 			return fmt.Errorf("%w: ampcache needs url", ErrInvalidConfig)
 		}
-		u, err := url.Parse(cfg.AMPCacheURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return fmt.Errorf("%w: ampcache must be an http(s) URL without query or fragment", ErrInvalidConfig)
-		}
-		if !hasRendezvous {
-			return fmt.Errorf("AMP cache rendezvous: %w", ErrNotSupported)
+		if _, err := rendezvous.ParseCacheURL(cfg.AMPCacheURL); err != nil {
+			return fmt.Errorf("%w: ampcache: %w", ErrInvalidConfig, err)
 		}
 		return nil
 	}

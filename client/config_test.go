@@ -11,6 +11,8 @@ import (
 )
 
 func TestNewValidation(t *testing.T) {
+	// {"aws-access-key-id":"AKIDEXAMPLE","aws-secret-key":"secret"}
+	const sqsCreds = "eyJhd3MtYWNjZXNzLWtleS1pZCI6IkFLSURFWEFNUExFIiwiYXdzLXNlY3JldC1rZXkiOiJzZWNyZXQifQ=="
 	const broker = "https://broker.test/"
 	tests := []struct {
 		name string
@@ -31,10 +33,14 @@ func TestNewValidation(t *testing.T) {
 		{name: "bad utls", cfg: client.Config{BrokerURL: broker, UTLSImitate: "hellonetscape"}, want: client.ErrInvalidConfig},
 		{name: "ice", cfg: client.Config{BrokerURL: broker, ICEServers: []string{"stun:stun.test", "turn:turn.test"}}},
 		{name: "loopback with ice", cfg: client.Config{BrokerURL: broker, LoopbackOnly: true, ICEServers: []string{"stun:stun.test"}}, want: client.ErrInvalidConfig},
-		{name: "ampcache", cfg: client.Config{BrokerURL: broker, AMPCacheURL: "https://cdn.ampproject.org/"}, want: client.ErrNotSupported},
+		{name: "ampcache", cfg: client.Config{BrokerURL: broker, AMPCacheURL: "https://cdn.ampproject.org/"}},
+		{name: "ampcache and fronts", cfg: client.Config{BrokerURL: broker, AMPCacheURL: "https://cdn.ampproject.org/", Fronts: []string{"www.google.test"}}},
+		{name: "ampcache, broker on another port", cfg: client.Config{BrokerURL: "https://broker.test:8443/", AMPCacheURL: "https://cdn.ampproject.org/"}, want: client.ErrInvalidConfig},
 		{name: "ampcache without url", cfg: client.Config{AMPCacheURL: "https://cdn.ampproject.org/"}, want: client.ErrInvalidConfig},
 		{name: "bad ampcache", cfg: client.Config{BrokerURL: broker, AMPCacheURL: "https://cdn.test/?q=1"}, want: client.ErrInvalidConfig},
-		{name: "sqs", cfg: client.Config{SQSQueueURL: "https://sqs.us-east-1.amazonaws.com/893902434899/snowflake-broker", SQSCredentials: "e30="}, want: client.ErrNotSupported},
+		{name: "sqs", cfg: client.Config{SQSQueueURL: "https://sqs.us-east-1.amazonaws.com/893902434899/snowflake-broker", SQSCredentials: sqsCreds}},
+		{name: "sqs empty creds", cfg: client.Config{SQSQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", SQSCredentials: "e30="}, want: client.ErrInvalidConfig},
+		{name: "sqs bad creds", cfg: client.Config{SQSQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", SQSCredentials: "not base64"}, want: client.ErrInvalidConfig},
 		{name: "sqs without creds", cfg: client.Config{SQSQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q"}, want: client.ErrInvalidConfig},
 		{name: "sqs bad host", cfg: client.Config{SQSQueueURL: "https://queue.test/1/q", SQSCredentials: "e30="}, want: client.ErrInvalidConfig},
 		{name: "sqs and url", cfg: client.Config{BrokerURL: broker, SQSQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", SQSCredentials: "e30="}, want: client.ErrMultipleRendezvous},

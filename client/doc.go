@@ -20,10 +20,11 @@
 // Each Dial starts a session with a fresh random ClientID. The session
 // collects proxies: for each it creates a WebRTC offer, sends it to the
 // broker (HTTPS with optional domain fronting and uTLS: Config.BrokerURL,
-// Fronts, UTLSImitate), applies the proxy's answer and waits for the
-// DataChannel. On every DataChannel it sends the turbotunnel token and the
-// ClientID, then KCP packets in encapsulation frames; KCP and smux run over
-// all of the session's proxies together, so the stream survives proxies
+// Fronts, UTLSImitate; or through an AMP cache with Config.AMPCacheURL),
+// applies the proxy's answer and waits for the DataChannel. On every
+// DataChannel it sends the turbotunnel token and the ClientID, then KCP
+// packets in encapsulation frames; KCP and smux run over all of the
+// session's proxies together, so the stream survives proxies
 // coming and going and no byte is lost:
 //
 //	stream ⇄ smux v2 ⇄ KCP ⇄ multipath packet conn ⇄ DataChannel 1 ⇄ proxy 1 ⇄ relay
@@ -51,9 +52,15 @@
 //
 // # Not supported yet
 //
-// AMP cache (ampcache) and SQS (sqsqueue, sqscreds) rendezvous: the options
-// are validated, then New returns an error matching ErrNotSupported. The
-// Rendezvous interface (WithRendezvous) is where they will plug in. Covert
-// DTLS (covertdtls-config other than "disable") and a SOCKS5 proxy for the
-// client's own traffic (TOR_PT_PROXY) are not supported either.
+// Covert DTLS (covertdtls-config other than "disable": New returns an error
+// matching ErrNotSupported) and a SOCKS5 proxy for the client's own traffic
+// (TOR_PT_PROXY).
+//
+// # SQS rendezvous
+//
+// With Config.SQSQueueURL and SQSCredentials (sqsqueue, sqscreds) the poll
+// request goes through the broker's Amazon SQS queue and the answer comes
+// back through a queue of the client's own, which the client deletes
+// afterwards (client/internal/rendezvous/sqs, the only client package that
+// imports the AWS SDK).
 package client

@@ -9,7 +9,7 @@ var (
 	// ErrMultipleRendezvous: sqsqueue together with url or ampcache.
 	ErrMultipleRendezvous = errors.New("multiple rendezvous methods specified")
 	// ErrNotSupported: a valid option this version does not implement
-	// yet (the AMP cache and SQS rendezvous methods).
+	// yet (covert DTLS).
 	ErrNotSupported = errors.New("not supported yet")
 	// ErrInvalidConfig: an option with an invalid value.
 	ErrInvalidConfig = errors.New("invalid configuration")

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -8,7 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptrace"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -235,7 +236,7 @@ func (cfg BrokerConfig) withDefaults() (BrokerConfig, error) {
 	}
 	// Let the encoders check the rest once, up front.
 	for _, e := range cfg.ProxyTypes {
-		if _, _, err := cfg.pollBody(0, e.Value, messages.NATUnknown); err != nil {
+		if _, err := cfg.pollTemplate(0, e.Value, messages.NATUnknown); err != nil {
 			return cfg, fmt.Errorf("%w: proxy type %q or relay pattern %q: %w", ErrInvalidConfig, e.Value, cfg.RelayPattern, err)
 		}
 	}
@@ -245,9 +246,12 @@ func (cfg BrokerConfig) withDefaults() (BrokerConfig, error) {
 	return cfg, nil
 }
 
-// newSid returns a fresh session ID like Snowflake's proxy: 16 random bytes,
-// standard base64 without padding.
-func newSid() string {
+// sidLength is the length of a Snowflake proxy's session IDs.
+const sidLength = 22
+
+// fillSid writes a fresh session ID into dst, like Snowflake's proxy: 16
+// random bytes, standard base64 without padding.
+func fillSid(dst *[sidLength]byte) {
 	var b [16]byte
 	for i := 0; i < len(b); i += 8 {
 		v := rand.Uint64()
@@ -255,23 +259,57 @@ func newSid() string {
 			b[i+j] = byte(v >> (8 * j))
 		}
 	}
-	return base64.RawStdEncoding.EncodeToString(b[:])
+	base64.RawStdEncoding.Encode(dst[:], b[:])
 }
 
-// pollBody encodes a poll with a fresh Sid.
-func (cfg *BrokerConfig) pollBody(clients int, typ, nat string) (sid string, body []byte, err error) {
+// sidTemplate is an encoded request whose Sid is replaced in place before
+// each use, so that a new poll costs no encoding. One goroutine owns it.
+type sidTemplate struct {
+	body []byte
+	off  int // of the Sid's first byte
+}
+
+// newSidTemplate encodes a request with a placeholder Sid and finds it.
+func newSidTemplate(encode func(sid string) ([]byte, error)) (sidTemplate, error) {
+	placeholder := strings.Repeat("A", sidLength)
+	b, err := encode(placeholder)
+	if err != nil {
+		return sidTemplate{}, err
+	}
+	key := []byte(`"Sid":"` + placeholder + `"`)
+	i := bytes.Index(b, key)
+	if i < 0 || bytes.Count(b, key) != 1 {
+		return sidTemplate{}, fmt.Errorf("%w: cannot find the Sid in %q", ErrInvalidConfig, b)
+	}
+	return sidTemplate{body: b, off: i + len(`"Sid":"`)}, nil
+}
+
+// with returns the template carrying sid.
+func (t sidTemplate) with(sid *[sidLength]byte) []byte {
+	copy(t.body[t.off:], sid[:])
+	return t.body
+}
+
+// pollTemplate returns a poll template for a proxy of type typ and NAT nat
+// reporting clients clients.
+func (cfg *BrokerConfig) pollTemplate(clients int, typ, nat string) (sidTemplate, error) {
 	pattern := cfg.RelayPattern
-	sid = newSid()
-	body, err = messages.ProxyPollRequest{
-		Sid: sid, Type: typ, NAT: nat, Clients: clients, AcceptedRelayPattern: &pattern,
-	}.Encode()
-	return sid, body, err
+	return newSidTemplate(func(sid string) ([]byte, error) {
+		return messages.ProxyPollRequest{Sid: sid, Type: typ, NAT: nat, Clients: clients, AcceptedRelayPattern: &pattern}.Encode()
+	})
+}
+
+// answerTemplate returns the template of a proxy's answer.
+func answerTemplate() (sidTemplate, error) {
+	return newSidTemplate(func(sid string) ([]byte, error) {
+		return messages.ProxyAnswerRequest{Sid: sid, Answer: fixedAnswer}.Encode()
+	})
 }
 
 // brokerRun is the state of one RunBroker call.
 type brokerRun struct {
 	cfg    BrokerConfig
-	client *http.Client
+	client *h1Client
 	proc   procWatcher
 	errs   errorSamples
 
@@ -298,13 +336,19 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 	if _, err := raiseFileLimit(uint64(conns) + 256); err != nil {
 		return BrokerResult{}, err
 	}
+	u, err := url.Parse(cfg.URL) // checked by withDefaults
+	if err != nil {
+		return BrokerResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	r := &brokerRun{
 		cfg:          cfg,
-		client:       newHTTPClient(conns, cfg.RequestTimeout, cfg.Insecure, cfg.AllowNonLoopback),
+		client:       newH1Client(u, cfg.RequestTimeout, cfg.Insecure, cfg.AllowNonLoopback),
 		proc:         procWatcher{pid: cfg.PID},
 		clientBodies: make(map[string][]byte),
 	}
-	defer r.client.CloseIdleConnections()
+	if _, err := answerTemplate(); err != nil {
+		return BrokerResult{}, err
+	}
 	for _, e := range cfg.ClientNAT {
 		b, err := messages.ClientPollRequest{Offer: fixedOffer, NAT: e.Value, Fingerprint: cfg.Fingerprint}.Encode()
 		if err != nil {
@@ -322,9 +366,8 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 	}
 
 	if len(cfg.IdlePolls) > 0 {
-		idle := r.runIdle(ctx)
+		idle := r.runIdle(ctx) // its connections are closed
 		res.Idle = &idle
-		r.client.CloseIdleConnections()
 		// Let the broker notice that the idle polls have gone before
 		// clients arrive, so that no client is matched with one of them.
 		sleepCtx(ctx, r.cfg.IdleSettle)
@@ -371,18 +414,27 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 }
 
 // proxyLoop is simulated proxy i: poll, answer a match, poll again at once
-// (a real proxy waits NextPoll; a load test wants proxies available).
+// (a real proxy waits NextPoll; a load test wants proxies available), all
+// on one keep-alive connection.
 func (r *brokerRun) proxyLoop(ctx context.Context, i int) {
 	nat := r.cfg.ProxyNAT.pick(i)
 	typ := r.cfg.ProxyTypes.pick(i)
-	clients := (i % 4) * 8
+	pollT, err := r.cfg.pollTemplate((i%4)*8, typ, nat)
+	if err != nil { // validated in withDefaults
+		r.proxy.errors.Add(1)
+		return
+	}
+	ans, err := answerTemplate()
+	if err != nil { // checked in RunBroker
+		r.proxy.answerErr.Add(1)
+		return
+	}
+	hc := r.client.conn(ctx)
+	defer hc.close()
+	var sid [sidLength]byte
 	for ctx.Err() == nil {
-		sid, body, err := r.cfg.pollBody(clients, typ, nat)
-		if err != nil { // validated in withDefaults
-			r.proxy.errors.Add(1)
-			return
-		}
-		resp, status, err := post(ctx, r.client, r.cfg.URL+"/proxy", body, messages.MaxBodySize)
+		fillSid(&sid)
+		status, resp, err := hc.post("/proxy", pollT.with(&sid), messages.MaxBodySize, nil)
 		if ctx.Err() != nil {
 			return
 		}
@@ -407,19 +459,14 @@ func (r *brokerRun) proxyLoop(ctx context.Context, i int) {
 			r.proxy.noMatch.Add(1)
 		case poll.Status == messages.StatusClientMatch:
 			r.proxy.matches.Add(1)
-			r.answer(ctx, sid)
+			r.answer(ctx, hc, ans.with(&sid))
 		}
 	}
 }
 
-// answer posts the fixed answer for a matched poll.
-func (r *brokerRun) answer(ctx context.Context, sid string) {
-	body, err := messages.ProxyAnswerRequest{Sid: sid, Answer: fixedAnswer}.Encode()
-	if err != nil {
-		r.proxy.answerErr.Add(1)
-		return
-	}
-	resp, status, err := post(ctx, r.client, r.cfg.URL+"/answer", body, messages.MaxBodySize)
+// answer posts a matched poll's answer (body) on the proxy's connection.
+func (r *brokerRun) answer(ctx context.Context, hc *h1Conn, body []byte) {
+	status, resp, err := hc.post("/answer", body, messages.MaxBodySize, nil)
 	if ctx.Err() != nil {
 		return
 	}
@@ -523,6 +570,8 @@ func pace(ctx context.Context, perSec float64, tokens chan<- struct{}, missed *a
 // lasts; the request itself runs under ctx so that it can finish.
 func (r *brokerRun) clientLoop(ctx, stepCtx context.Context, i int, tokens <-chan struct{}, c *stepCounters, lat *recorder) {
 	body := r.clientBodies[r.cfg.ClientNAT.pick(i)]
+	hc := r.client.conn(ctx)
+	defer hc.close()
 	for {
 		if tokens != nil {
 			select {
@@ -535,7 +584,7 @@ func (r *brokerRun) clientLoop(ctx, stepCtx context.Context, i int, tokens <-cha
 			return
 		}
 		start := time.Now()
-		resp, status, err := post(ctx, r.client, r.cfg.URL+"/client", body, messages.MaxBodySize)
+		status, resp, err := hc.post("/client", body, messages.MaxBodySize, nil)
 		d := time.Since(start)
 		if ctx.Err() != nil {
 			return
@@ -553,10 +602,14 @@ func (r *brokerRun) clientLoop(ctx, stepCtx context.Context, i int, tokens <-cha
 			c.errors.Add(1)
 			r.errs.add("client response: " + err.Error())
 		case cr.Answer != "":
-			if _, err := messages.DecodeSessionDescription(cr.Answer); err != nil {
-				c.errors.Add(1)
-				r.errs.add("client answer: " + err.Error())
-				continue
+			// Our proxies' answer, passed on verbatim; anything else must
+			// at least be a session description.
+			if cr.Answer != fixedAnswer {
+				if _, err := messages.DecodeSessionDescription(cr.Answer); err != nil {
+					c.errors.Add(1)
+					r.errs.add("client answer: " + err.Error())
+					continue
+				}
 			}
 			c.matches.Add(1)
 			lat.add(d)
@@ -635,25 +688,29 @@ func (r *brokerRun) runIdle(ctx context.Context) IdleResult {
 	return res
 }
 
-// idlePoller polls again as soon as each poll returns. waiting counts its
-// poll from the moment the request is written until the reply.
+// idlePoller polls again as soon as each poll returns, on one connection.
+// waiting counts its poll from the moment the request is written until the
+// reply.
 func (r *brokerRun) idlePoller(ctx context.Context, i int, waiting, polls, matched, failures *atomic.Int64) {
-	nat := r.cfg.ProxyNAT.pick(i)
-	typ := r.cfg.ProxyTypes.pick(i)
+	pollT, err1 := r.cfg.pollTemplate(0, r.cfg.ProxyTypes.pick(i), r.cfg.ProxyNAT.pick(i))
+	ans, err2 := answerTemplate()
+	if err1 != nil || err2 != nil { // checked before
+		failures.Add(1)
+		return
+	}
+	hc := r.client.conn(ctx)
+	defer hc.close()
+	var sid [sidLength]byte
+	counted := false
+	wrote := func() {
+		counted = true
+		waiting.Add(1)
+	}
 	for ctx.Err() == nil {
-		sid, body, err := r.cfg.pollBody(0, typ, nat)
-		if err != nil {
-			failures.Add(1)
-			return
-		}
-		var state atomic.Int32 // 0 sending, 1 counted as waiting, 2 done
-		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-			if state.CompareAndSwap(0, 1) {
-				waiting.Add(1)
-			}
-		}}
-		resp, status, err := post(httptrace.WithClientTrace(ctx, trace), r.client, r.cfg.URL+"/proxy", body, messages.MaxBodySize)
-		if state.Swap(2) == 1 {
+		fillSid(&sid)
+		status, resp, err := hc.post("/proxy", pollT.with(&sid), messages.MaxBodySize, wrote)
+		if counted {
+			counted = false
 			waiting.Add(-1)
 		}
 		if ctx.Err() != nil {
@@ -675,7 +732,7 @@ func (r *brokerRun) idlePoller(ctx context.Context, i int, waiting, polls, match
 		case poll.Status == messages.StatusClientMatch:
 			// Someone else's client: answer so that it is not left waiting.
 			matched.Add(1)
-			r.answer(ctx, sid)
+			r.answer(ctx, hc, ans.with(&sid))
 		}
 	}
 }

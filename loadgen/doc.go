@@ -15,7 +15,10 @@
 //     denials, timeouts and errors per client-concurrency step and, given
 //     the broker's PID, its RSS and CPU. An optional idle phase holds K
 //     proxy polls open (re-issued as the broker's ~10 s hold returns them)
-//     and reports broker memory per waiting poll.
+//     and reports broker memory per waiting poll. Each simulated peer
+//     speaks HTTP/1.1 itself on one keep-alive connection (httpclient.go),
+//     at a fraction of net/http's client cost per request, so that on a
+//     machine shared with the broker most of the CPU goes to the broker.
 //   - RunRelayIdle: opens N WebSocket carriers (upgrade, token, ClientID,
 //     then nothing) and reports the relay's memory per idle carrier.
 //   - RunRelayThroughput: C carriers each run KCP and smux with Snowflake's

@@ -1,52 +1,342 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
+	"net"
+	"net/url"
+	"strconv"
+	"syscall"
 	"time"
 )
 
-// newHTTPClient returns a client with its own transport (never
-// http.DefaultTransport): HTTP/1.1, one connection per concurrent request,
-// no proxy from the environment, loopback-only dials unless allow.
-func newHTTPClient(conns int, timeout time.Duration, insecure, allow bool) *http.Client {
-	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           newDialer(allow).DialContext,
-		MaxIdleConns:          conns,
-		MaxIdleConnsPerHost:   conns,
-		IdleConnTimeout:       30 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		// #nosec G402 -- only with -insecure, for self-signed test servers.
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12},
-	}
-	return &http.Client{Transport: tr, Timeout: timeout}
+// The broker mode's HTTP client. Each simulated proxy and client owns one
+// keep-alive HTTP/1.1 connection (as a real one would) and speaks HTTP/1.1
+// on it directly: a request is one write of a prepared head and body, a
+// response is read with one bufio.Reader into a reused buffer. No goroutine
+// per connection, no header maps, no per-request contexts or timers beyond
+// one deadline: net/http's client costs several times as much CPU per
+// request, which on a shared machine is taken from the broker under test.
+//
+// Responses may have a Content-Length, be chunked or end with the
+// connection; "Connection: close" and HTTP/1.0 responses close it. A request
+// on a reused connection that the broker had closed meanwhile (nothing of a
+// response read) is sent again once on a new connection, as net/http does.
+
+// errResponse reports a malformed HTTP response.
+var errResponse = errors.New("malformed HTTP response")
+
+// h1Client holds what every connection to one broker shares.
+type h1Client struct {
+	addr    string      // host:port to dial
+	host    string      // Host header value
+	tls     *tls.Config // nil: plain HTTP
+	dialer  *net.Dialer
+	timeout time.Duration // per request, 0 = none
 }
 
-// post sends body to url and returns the response body (at most limit
-// bytes) and status.
-func post(ctx context.Context, c *http.Client, url string, body []byte, limit int64) ([]byte, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// newH1Client returns a client for the http or https base URL u (already
+// checked by parseURL).
+func newH1Client(u *url.URL, timeout time.Duration, insecure, allow bool) *h1Client {
+	c := &h1Client{host: u.Host, dialer: newDialer(allow), timeout: timeout, addr: u.Host}
+	port := u.Port()
+	if u.Scheme == "https" {
+		// #nosec G402 -- only with -insecure, for self-signed test servers.
+		c.tls = &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+		if port == "" {
+			port = "443"
+		}
+	} else if port == "" {
+		port = "80"
+	}
+	c.addr = net.JoinHostPort(u.Hostname(), port)
+	return c
+}
+
+// h1Conn is one simulated peer's connection, used by one goroutine at a
+// time, redialled when needed. Requests end when ctx (fixed for the
+// connection's life) does.
+type h1Conn struct {
+	c    *h1Client
+	ctx  context.Context
+	conn net.Conn
+	br   *bufio.Reader
+	stop func() bool // unregisters the context.AfterFunc of conn
+	req  []byte      // request being written
+	body []byte      // last response body
+}
+
+func (c *h1Client) conn(ctx context.Context) *h1Conn { return &h1Conn{c: c, ctx: ctx} }
+
+// close closes the connection, if open.
+func (h *h1Conn) close() {
+	if h.conn != nil {
+		h.stop()
+		h.conn.Close()
+		h.conn = nil
+	}
+}
+
+func (h *h1Conn) dial() error {
+	conn, err := h.c.dialer.DialContext(h.ctx, "tcp", h.c.addr)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, 0, err
+	if h.c.tls != nil {
+		tc := tls.Client(conn, h.c.tls)
+		if err := tc.HandshakeContext(h.ctx); err != nil {
+			conn.Close()
+			return err
+		}
+		conn = tc
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, resp.StatusCode, err
+	h.conn = conn
+	// Ending ctx interrupts a request in flight.
+	h.stop = context.AfterFunc(h.ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	if h.br == nil {
+		h.br = bufio.NewReaderSize(conn, 4096)
+	} else {
+		h.br.Reset(conn)
 	}
-	if int64(len(b)) > limit {
-		return nil, resp.StatusCode, fmt.Errorf("response longer than %d bytes", limit)
+	return nil
+}
+
+// post sends body to path and returns the status and the response body (at
+// most limit bytes), which stays valid until the next call. written, if
+// not nil, is called once the request is on the wire.
+func (h *h1Conn) post(path string, body []byte, limit int, written func()) (int, []byte, error) {
+	for attempt := 0; ; attempt++ {
+		reused := h.conn != nil
+		if !reused {
+			if err := h.dial(); err != nil {
+				return 0, nil, err
+			}
+		}
+		status, resp, err := h.roundTrip(path, body, limit, written)
+		if err == nil {
+			return status, resp, nil
+		}
+		h.close()
+		if ctxErr := h.ctx.Err(); ctxErr != nil {
+			return 0, nil, ctxErr
+		}
+		var stale *staleConnError
+		if !reused || attempt > 0 || !errors.As(err, &stale) {
+			return 0, nil, err
+		}
 	}
-	return b, resp.StatusCode, nil
+}
+
+// staleConnError wraps an error that came before any byte of a response
+// on a reused connection: the broker had closed it.
+type staleConnError struct{ err error }
+
+// stale wraps err in a staleConnError if it says the peer had closed the
+// connection (not a timeout).
+func stale(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return &staleConnError{err}
+	}
+	return err
+}
+
+func (e *staleConnError) Error() string { return e.err.Error() }
+func (e *staleConnError) Unwrap() error { return e.err }
+
+func (h *h1Conn) roundTrip(path string, body []byte, limit int, written func()) (int, []byte, error) {
+	if h.c.timeout > 0 {
+		_ = h.conn.SetDeadline(time.Now().Add(h.c.timeout))
+	} else {
+		_ = h.conn.SetDeadline(time.Time{})
+	}
+	if err := h.ctx.Err(); err != nil { // before SetDeadline could undo the AfterFunc's
+		return 0, nil, err
+	}
+	req := append(h.req[:0], "POST "...)
+	req = append(req, path...)
+	req = append(req, " HTTP/1.1\r\nHost: "...)
+	req = append(req, h.c.host...)
+	req = append(req, "\r\nUser-Agent: flurry-loadgen\r\nContent-Length: "...)
+	req = strconv.AppendInt(req, int64(len(body)), 10)
+	req = append(req, "\r\n\r\n"...)
+	req = append(req, body...)
+	h.req = req
+	if _, err := h.conn.Write(req); err != nil {
+		return 0, nil, stale(err)
+	}
+	if written != nil {
+		written()
+	}
+	return h.readResponse(limit)
+}
+
+// readResponse reads one response, skipping 1xx ones.
+func (h *h1Conn) readResponse(limit int) (int, []byte, error) {
+	br := h.br
+	if _, err := br.Peek(1); err != nil {
+		return 0, nil, stale(err)
+	}
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return 0, nil, err
+		}
+		// "HTTP/1.x NNN reason"
+		if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+			return 0, nil, errResponse
+		}
+		status, ok := parseDecimal(line[9:12])
+		if !ok || status < 100 {
+			return 0, nil, errResponse
+		}
+		keepAlive := line[7] == '1'
+		length, chunked := -1, false
+		for {
+			line, err = br.ReadSlice('\n')
+			if err != nil {
+				return 0, nil, err
+			}
+			line = bytes.TrimRight(line, "\r\n")
+			if len(line) == 0 {
+				break
+			}
+			name, value, ok := bytes.Cut(line, []byte(":"))
+			if !ok {
+				return 0, nil, errResponse
+			}
+			value = bytes.TrimSpace(value)
+			switch {
+			case equalFold(name, "Content-Length"):
+				n, ok := parseDecimal(value)
+				if !ok {
+					return 0, nil, errResponse
+				}
+				length = n
+			case equalFold(name, "Transfer-Encoding"):
+				chunked = equalFold(value, "chunked")
+			case equalFold(name, "Connection"):
+				keepAlive = keepAlive && !equalFold(value, "close")
+			}
+		}
+		if status < 200 {
+			continue
+		}
+		h.body = h.body[:0]
+		switch {
+		case chunked:
+			err = h.readChunked(limit)
+		case length >= 0:
+			if length > limit {
+				return 0, nil, fmt.Errorf("response longer than %d bytes", limit)
+			}
+			h.body = append(h.body, make([]byte, length)...)[:length]
+			_, err = io.ReadFull(br, h.body)
+		default: // until the connection ends
+			keepAlive = false
+			err = h.readAll(br, limit)
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		if !keepAlive {
+			h.close()
+		}
+		return status, h.body, nil
+	}
+}
+
+// readChunked reads a chunked body into h.body.
+func (h *h1Conn) readChunked(limit int) error {
+	br := h.br
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		size, _, _ := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(";"))
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(size)), 16, 64)
+		if err != nil || n < 0 {
+			return errResponse
+		}
+		if n == 0 {
+			for { // trailer
+				line, err := br.ReadSlice('\n')
+				if err != nil {
+					return err
+				}
+				if len(bytes.TrimRight(line, "\r\n")) == 0 {
+					return nil
+				}
+			}
+		}
+		if int64(len(h.body))+n > int64(limit) {
+			return fmt.Errorf("response longer than %d bytes", limit)
+		}
+		start := len(h.body)
+		h.body = append(h.body, make([]byte, n)...)
+		if _, err := io.ReadFull(br, h.body[start:]); err != nil {
+			return err
+		}
+		if _, err := br.Discard(2); err != nil { // CRLF
+			return err
+		}
+	}
+}
+
+// readAll reads r to EOF into h.body.
+func (h *h1Conn) readAll(r io.Reader, limit int) error {
+	var buf [4096]byte
+	for {
+		n, err := r.Read(buf[:])
+		if len(h.body)+n > limit {
+			return fmt.Errorf("response longer than %d bytes", limit)
+		}
+		h.body = append(h.body, buf[:n]...)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// parseDecimal parses 1 to 9 ASCII digits.
+func parseDecimal(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// equalFold reports whether b is s, ignoring ASCII case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(s) {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

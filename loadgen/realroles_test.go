@@ -13,11 +13,25 @@ import (
 // import role packages; the load generator itself speaks the wire protocol.
 
 func TestRealBroker(t *testing.T) {
+	for _, parked := range []bool{true, false} {
+		t.Run(map[bool]string{true: "parked polls", false: "plain server"}[parked], func(t *testing.T) {
+			testRealBroker(t, parked)
+		})
+	}
+}
+
+// testRealBroker runs the broker on its own listener (as flurry-broker
+// does: waiting polls are parked off net/http) or on a plain server.
+func testRealBroker(t *testing.T, parked bool) {
 	b, err := broker.New(broker.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(b.Handler())
+	srv := httptest.NewUnstartedServer(b.Handler())
+	if parked {
+		srv.Listener = b.Listener(srv.Listener, nil)
+	}
+	srv.Start()
 	defer srv.Close()
 	defer b.Shutdown()
 

@@ -66,6 +66,8 @@ type options struct {
 	rateLimitLoopback        bool
 	rateLimitExempt          string
 	trustedProxies           string
+
+	sqsName, sqsRegion, sqsProfiles, sqsEndpoint string
 }
 
 func main() {
@@ -113,6 +115,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.BoolVar(&o.rateLimitLoopback, "rate-limit-loopback", false, "rate-limit loopback addresses too (exempt by default)")
 	fs.StringVar(&o.rateLimitExempt, "rate-limit-exempt", "", "comma-separated CIDRs or addresses never rate-limited")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or addresses of reverse proxies/CDNs whose Forwarded and X-Forwarded-For headers are believed (for rate limits and statistics)")
+	fs.StringVar(&o.sqsName, "broker-sqs-name", "", "Amazon SQS queue to take client poll requests from (created if missing); needs -broker-sqs-region")
+	fs.StringVar(&o.sqsRegion, "broker-sqs-region", "", "AWS region of -broker-sqs-name, e.g. us-east-1")
+	fs.StringVar(&o.sqsProfiles, "sqs-profiles", "", "comma-separated AWS shared-config profiles: one SQS reader per profile (empty: the SDK's default credentials)")
+	fs.StringVar(&o.sqsEndpoint, "broker-sqs-endpoint", "", "SQS endpoint instead of AWS's, e.g. http://127.0.0.1:4100 (a local SQS-compatible server)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-broker (-disable-tls | -cert FILE -key FILE | -acme-hostnames NAMES) [flags]\n\nA Snowflake-compatible rendezvous broker. See docs/broker.md.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -125,6 +131,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	}
 	if _, err := o.tlsMode(); err != nil {
 		return nil, err
+	}
+	if (o.sqsName == "") != (o.sqsRegion == "") {
+		return nil, errors.New("-broker-sqs-name and -broker-sqs-region must be given together")
+	}
+	if o.sqsName == "" && (o.sqsProfiles != "" || o.sqsEndpoint != "") {
+		return nil, errors.New("-sqs-profiles and -broker-sqs-endpoint need -broker-sqs-name")
 	}
 	return o, nil
 }
@@ -258,6 +270,9 @@ func run(o *options) error {
 
 	mode, _ := o.tlsMode()
 	var acmeSrv *http.Server
+	// TLS is done by the broker's listener (not ServeTLS), so that the
+	// connections of parked proxy polls can be handed back to srv.
+	var tlsConfig *tls.Config
 	if mode == modeACME {
 		m := &autocert.Manager{
 			Prompt:     autocert.AcceptTOS,
@@ -271,8 +286,8 @@ func run(o *options) error {
 				m.Cache = autocert.DirCache(o.acmeCertCache)
 			}
 		}
-		srv.TLSConfig = m.TLSConfig()
-		srv.TLSConfig.MinVersion = tls.VersionTLS12
+		tlsConfig = m.TLSConfig() // offers h2, http/1.1 and acme-tls/1
+		tlsConfig.MinVersion = tls.VersionTLS12
 		acmeSrv = &http.Server{
 			Addr:              o.acmeHTTPAddr,
 			Handler:           m.HTTPHandler(nil),
@@ -284,7 +299,15 @@ func run(o *options) error {
 			ErrorLog:          errorLog,
 		}
 	} else if mode == modeCertFile {
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		cert, err := tls.LoadX509KeyPair(o.certFile, o.keyFile)
+		if err != nil {
+			return fmt.Errorf("-cert/-key: %w", err)
+		}
+		tlsConfig = &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{cert},
+			NextProtos:   []string{"h2", "http/1.1"},
+		}
 	}
 
 	var metricsSrv *http.Server
@@ -311,18 +334,16 @@ func run(o *options) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	serveErr := make(chan error, 3)
-	wg.Go(func() {
-		var err error
-		switch mode {
-		case modePlain:
-			err = srv.Serve(ln)
-		case modeCertFile:
-			err = srv.ServeTLS(ln, o.certFile, o.keyFile)
-		case modeACME:
-			err = srv.ServeTLS(ln, "", "")
+	var sqsProfiles []string
+	if o.sqsName != "" {
+		sqsProfiles = splitList(o.sqsProfiles)
+		if len(sqsProfiles) == 0 {
+			sqsProfiles = []string{""} // the SDK's default credentials
 		}
-		if !errors.Is(err, http.ErrServerClosed) {
+	}
+	serveErr := make(chan error, 3+len(sqsProfiles))
+	wg.Go(func() {
+		if err := srv.Serve(b.Listener(ln, tlsConfig)); !errors.Is(err, http.ErrServerClosed) {
 			serveErr <- err
 		}
 	})
@@ -342,6 +363,14 @@ func run(o *options) error {
 		log.Info("metrics listening", "addr", metricsLn.Addr().String())
 	}
 	wg.Go(func() { _ = b.Run(ctx) })
+	for _, p := range sqsProfiles {
+		wg.Go(func() {
+			err := b.RunSQS(ctx, broker.SQSConfig{QueueName: o.sqsName, Region: o.sqsRegion, Profile: p, Endpoint: o.sqsEndpoint})
+			if err != nil {
+				serveErr <- fmt.Errorf("SQS rendezvous (profile %q): %w", p, err)
+			}
+		})
+	}
 	wg.Go(func() { reloadOnSIGHUP(ctx, b, log) })
 	log.Info("flurry-broker listening", "addr", ln.Addr().String(), "tls", [...]string{"off", "cert files", "acme"}[mode])
 

@@ -159,3 +159,44 @@ func TestMetricsFlags(t *testing.T) {
 		t.Errorf("parsed: %+v", o)
 	}
 }
+
+// TestBadCertificateFiles: the certificate is loaded before the broker
+// listens, and a missing one is an error that names the flags.
+func TestBadCertificateFiles(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dir := t.TempDir()
+	o, err := parseFlags(fs, []string{"-cert", filepath.Join(dir, "missing.pem"), "-key", filepath.Join(dir, "missing.key"),
+		"-disable-geoip", "-addr", "127.0.0.1:0", "-log-level", "error"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(o); err == nil || !strings.Contains(err.Error(), "-cert/-key") {
+		t.Fatalf("run = %v, want a -cert/-key error", err)
+	}
+}
+
+func TestSQSFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr bool
+	}{
+		{"none", []string{"-disable-tls"}, false},
+		{"name and region", []string{"-disable-tls", "-broker-sqs-name", "q", "-broker-sqs-region", "us-east-1"}, false},
+		{"name without region", []string{"-disable-tls", "-broker-sqs-name", "q"}, true},
+		{"region without name", []string{"-disable-tls", "-broker-sqs-region", "us-east-1"}, true},
+		{"profiles without name", []string{"-disable-tls", "-sqs-profiles", "a,b"}, true},
+		{"endpoint without name", []string{"-disable-tls", "-broker-sqs-endpoint", "http://127.0.0.1:1"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("flurry-broker", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			_, err := parseFlags(fs, tt.args)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("parseFlags(%q) error = %v, want error %v", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}

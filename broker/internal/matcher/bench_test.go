@@ -53,7 +53,7 @@ func BenchmarkClientMatch(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		cw := &client{done: make(chan struct{})}
-		got := m.match(ClientOffer{SDP: "offer", NAT: NATUnrestricted}, cw)
+		got, _ := m.match(ClientOffer{SDP: "offer", NAT: NATUnrestricted}, cw)
 		if got == nil {
 			b.Fatal("no match")
 		}

@@ -4,7 +4,9 @@
 // # Design
 //
 // There is no matcher goroutine and no goroutine per poll. The goroutine that
-// serves a proxy's HTTP poll calls [Matcher.Poll] and waits there; the
+// serves a proxy's HTTP poll calls [Matcher.Poll] and waits there (or, for a
+// poll that must not block a goroutine, [Matcher.Enqueue], [Matcher.Notify]
+// to learn of its match, then [Matcher.End] or [Matcher.Abandon]); the
 // goroutine that serves a client calls [Matcher.Rendezvous]; the goroutine
 // that serves a proxy's answer calls [Matcher.Answer]. They meet under one
 // mutex that guards:

@@ -11,6 +11,9 @@ var (
 	// ErrNoMatch means a poll ended (hold time passed or the matcher closed)
 	// without a client.
 	ErrNoMatch = errors.New("no client matched")
+	// ErrStillWaiting means Await's time passed with the proxy still
+	// waiting in its pool.
+	ErrStillWaiting = errors.New("proxy still waiting")
 	// ErrNoProxies means no waiting proxy could serve a client.
 	ErrNoProxies = errors.New("no proxies available")
 	// ErrTimedOut means a client's context ended before an answer arrived.

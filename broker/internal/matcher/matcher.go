@@ -3,6 +3,7 @@ package matcher
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -53,6 +54,7 @@ type Proxy struct {
 	cls     *class
 	client  *client       // the client it was matched with
 	matched chan struct{} // closed when a client takes this proxy
+	wake    func()        // set by Notify
 	offer   Offer
 }
 
@@ -102,14 +104,30 @@ type Matcher struct {
 	seq      uint64            // guarded by mu
 	closed   bool              // guarded by mu
 	done     chan struct{}     // closed by Close
+
+	epoch     time.Time    // New's time, for lastMatch
+	lastMatch atomic.Int64 // when a client last took a proxy, ns since epoch; -1: never
 }
 
 // New returns an empty matcher.
 func New() *Matcher {
-	return &Matcher{
+	m := &Matcher{
 		sessions: make(map[string]*Proxy),
 		done:     make(chan struct{}),
+		epoch:    time.Now(),
 	}
+	m.lastMatch.Store(-1)
+	return m
+}
+
+// SinceLastMatch returns how long ago a client last took a proxy, or a
+// negative duration if none ever did.
+func (m *Matcher) SinceLastMatch() time.Duration {
+	last := m.lastMatch.Load()
+	if last < 0 {
+		return -1
+	}
+	return time.Since(m.epoch) - time.Duration(last)
 }
 
 // Close makes every waiting poll return [ErrNoMatch] at once, refuses new
@@ -118,10 +136,21 @@ func New() *Matcher {
 // delivered. Close is idempotent.
 func (m *Matcher) Close() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.closed {
-		m.closed = true
-		close(m.done)
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	close(m.done)
+	var wake []func()
+	for _, p := range m.sessions {
+		if p.state == stateWaiting && p.wake != nil {
+			wake = append(wake, p.wake)
+		}
+	}
+	m.mu.Unlock()
+	for _, f := range wake {
+		f()
 	}
 }
 
@@ -191,18 +220,59 @@ func (m *Matcher) Enqueue(p *Proxy) error {
 // If ctx ends after the match but before Wait returns, the offer is
 // considered undelivered and the client is told to try another proxy.
 func (m *Matcher) Wait(ctx context.Context, p *Proxy, hold time.Duration) (Offer, error) {
-	timer := time.NewTimer(hold)
+	offer, err := m.Await(ctx, p, hold)
+	if err == ErrStillWaiting {
+		return m.withdraw(p)
+	}
+	return offer, err
+}
+
+// Await is Wait, except that when d passes p stays in its pool and Await
+// returns [ErrStillWaiting]: the caller then waits again, or goes on
+// without blocking (Notify, End, Abandon).
+func (m *Matcher) Await(ctx context.Context, p *Proxy, d time.Duration) (Offer, error) {
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-p.matched:
 		return p.offer, nil
 	case <-timer.C:
+		return Offer{}, ErrStillWaiting
 	case <-m.done:
+		return m.withdraw(p)
 	case <-ctx.Done():
 		return Offer{}, m.abandon(p, ctx.Err())
 	}
-	return m.withdraw(p)
 }
+
+// Notify arranges for wake to be called when a client takes the enqueued
+// p or the matcher closes, so that a poll that does not block in Wait
+// learns that it must call End. It reports false, and does nothing, if
+// that has already happened. wake runs outside the matcher's lock, at most
+// once per cause and possibly after the poll has ended; it must not block
+// or call the Matcher.
+func (m *Matcher) Notify(p *Proxy, wake func()) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || p.state != stateWaiting {
+		return false
+	}
+	p.wake = wake
+	return true
+}
+
+// End ends the enqueued p's poll without waiting (its hold passed, Wake
+// was called, or the matcher closed): if a client took p, End returns the
+// client's offer; otherwise p leaves its pool and End returns [ErrNoMatch].
+// Call End or Abandon once per enqueued p, or Abandon after End when the
+// offer End returned could not be delivered.
+func (m *Matcher) End(p *Proxy) (Offer, error) { return m.withdraw(p) }
+
+// Abandon ends p's poll because the proxy went away, or releases a match
+// whose offer (returned by End) could not be delivered: a waiting p leaves
+// its pool; the client of a matched, unanswered p is told to try another
+// proxy. It returns cause unchanged.
+func (m *Matcher) Abandon(p *Proxy, cause error) error { return m.abandon(p, cause) }
 
 // withdraw ends p's poll normally (hold passed or shutdown): if p is still
 // waiting it leaves the pool and withdraw returns ErrNoMatch; if a client
@@ -263,9 +333,13 @@ func (m *Matcher) Rendezvous(ctx context.Context, c ClientOffer) (Answer, error)
 	}
 	for {
 		cw := &client{done: make(chan struct{})}
-		p := m.match(c, cw)
+		p, wake := m.match(c, cw)
 		if p == nil {
 			return Answer{}, ErrNoProxies
+		}
+		m.lastMatch.Store(int64(time.Since(m.epoch)))
+		if wake != nil {
+			wake()
 		}
 		select {
 		case <-cw.done:
@@ -286,12 +360,13 @@ func (m *Matcher) Rendezvous(ctx context.Context, c ClientOffer) (Answer, error)
 }
 
 // match pops the best proxy for c, hands it c's offer and makes cw its
-// waiting client, or returns nil.
-func (m *Matcher) match(c ClientOffer, cw *client) *Proxy {
+// waiting client, or returns nil. It also returns the proxy's Notify
+// function, for the caller to call.
+func (m *Matcher) match(c ClientOffer, cw *client) (*Proxy, func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed || c.Bridge < 0 || c.Bridge >= MaxBridges {
-		return nil
+		return nil, nil
 	}
 	bit := uint64(1) << uint(c.Bridge)
 	var p *Proxy
@@ -302,13 +377,13 @@ func (m *Matcher) match(c ClientOffer, cw *client) *Proxy {
 		p = m.pools[poolUnrestricted].popBest(bit)
 	}
 	if p == nil {
-		return nil
+		return nil, nil
 	}
 	p.state = stateMatched
 	p.client = cw
 	p.offer = Offer{SDP: c.SDP, NAT: c.NAT, Bridge: c.Bridge}
 	close(p.matched)
-	return p
+	return p, p.wake
 }
 
 // giveUp withdraws cw's claim on p because the client's time ran out. It

@@ -183,7 +183,7 @@ func TestNATPolicy(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p := m.match(ClientOffer{NAT: tt.client}, &client{done: make(chan struct{})})
+			p, _ := m.match(ClientOffer{NAT: tt.client}, &client{done: make(chan struct{})})
 			got := ""
 			if p != nil {
 				got = p.Sid
@@ -206,12 +206,12 @@ func TestLeastLoadedFirst(t *testing.T) {
 	// Fewest clients first; equal counts in arrival order.
 	want := []string{"p2", "p5", "p1", "p4", "p0", "p3", "p6"}
 	for _, w := range want {
-		p := m.match(ClientOffer{NAT: NATUnrestricted}, &client{done: make(chan struct{})})
+		p, _ := m.match(ClientOffer{NAT: NATUnrestricted}, &client{done: make(chan struct{})})
 		if p == nil || p.Sid != w {
 			t.Fatalf("matched %v, want %s", p, w)
 		}
 	}
-	if p := m.match(ClientOffer{NAT: NATUnrestricted}, &client{done: make(chan struct{})}); p != nil {
+	if p, _ := m.match(ClientOffer{NAT: NATUnrestricted}, &client{done: make(chan struct{})}); p != nil {
 		t.Fatalf("matched %s from an empty pool", p.Sid)
 	}
 }
@@ -235,9 +235,9 @@ func TestHeapOrderRandom(t *testing.T) {
 	last := map[int]*Proxy{} // last pop per bridge bit index
 	for {
 		bridge := r.IntN(2)
-		p := m.match(ClientOffer{NAT: NATUnrestricted, Bridge: bridge}, &client{done: make(chan struct{})})
+		p, _ := m.match(ClientOffer{NAT: NATUnrestricted, Bridge: bridge}, &client{done: make(chan struct{})})
 		if p == nil {
-			if p = m.match(ClientOffer{NAT: NATUnrestricted, Bridge: 1 - bridge}, &client{done: make(chan struct{})}); p == nil {
+			if p, _ = m.match(ClientOffer{NAT: NATUnrestricted, Bridge: 1 - bridge}, &client{done: make(chan struct{})}); p == nil {
 				break
 			}
 			bridge = 1 - bridge
@@ -265,13 +265,13 @@ func TestBridgeAcceptance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if p := m.match(ClientOffer{NAT: NATUnrestricted, Bridge: 0}, &client{done: make(chan struct{})}); p != p1 {
+	if p, _ := m.match(ClientOffer{NAT: NATUnrestricted, Bridge: 0}, &client{done: make(chan struct{})}); p != p1 {
 		t.Fatalf("bridge 0 matched %v, want p1", p)
 	}
-	if p := m.match(ClientOffer{NAT: NATUnrestricted, Bridge: 0}, &client{done: make(chan struct{})}); p != nil {
+	if p, _ := m.match(ClientOffer{NAT: NATUnrestricted, Bridge: 0}, &client{done: make(chan struct{})}); p != nil {
 		t.Fatalf("bridge 0 matched %s, which does not accept it", p.Sid)
 	}
-	if p := m.match(ClientOffer{NAT: NATUnrestricted, Bridge: 1}, &client{done: make(chan struct{})}); p != p0 {
+	if p, _ := m.match(ClientOffer{NAT: NATUnrestricted, Bridge: 1}, &client{done: make(chan struct{})}); p != p0 {
 		t.Fatalf("bridge 1 matched %v, want p0", p)
 	}
 	if _, err := m.Rendezvous(context.Background(), ClientOffer{Bridge: MaxBridges}); !errors.Is(err, ErrBadBridge) {
@@ -538,3 +538,119 @@ func testConcurrent(t *testing.T) {
 
 // answered drops Answer's proxy type.
 func answered(_ string, ok bool) bool { return ok }
+
+// TestNotifyEndAbandon drives polls that do not block in Wait, as the
+// broker's parked polls do: Await hands back a still-waiting poll, Notify
+// tells of a match or Close, End and Abandon finish the poll.
+func TestNotifyEndAbandon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := New()
+		woken := make(chan string, 4)
+		enqueue := func(sid string) *Proxy {
+			p := proxy(sid, NATUnrestricted, 0)
+			if err := m.Enqueue(p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Await(t.Context(), p, time.Millisecond); !errors.Is(err, ErrStillWaiting) {
+				t.Fatalf("Await = %v, want ErrStillWaiting", err)
+			}
+			if !m.Notify(p, func() { woken <- sid }) {
+				t.Fatal("Notify refused a waiting poll")
+			}
+			return p
+		}
+
+		if d := m.SinceLastMatch(); d >= 0 {
+			t.Errorf("SinceLastMatch before any match = %v, want negative", d)
+		}
+		// A match: the client's offer is there once Notify's function ran.
+		p := enqueue("a")
+		client := make(chan error, 1)
+		go func() {
+			a, err := m.Rendezvous(t.Context(), ClientOffer{SDP: "offer-a", NAT: NATRestricted})
+			if err == nil && a.SDP != "answer-a" {
+				err = fmt.Errorf("answer %q", a.SDP)
+			}
+			client <- err
+		}()
+		if sid := <-woken; sid != "a" {
+			t.Fatalf("woken %q", sid)
+		}
+		if m.Notify(p, func() {}) {
+			t.Error("Notify accepted a matched poll")
+		}
+		if o, err := m.End(p); err != nil || o.SDP != "offer-a" {
+			t.Fatalf("End = %+v, %v", o, err)
+		}
+		if !answered(m.Answer("a", "answer-a")) {
+			t.Fatal("answer not delivered")
+		}
+		if err := <-client; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // synctest's clock
+		if d := m.SinceLastMatch(); d != time.Second {
+			t.Errorf("SinceLastMatch = %v, want 1s", d)
+		}
+
+		// A match whose offer could not be delivered: Abandon after End
+		// sends the client on to the next proxy.
+		p = enqueue("b")
+		next := enqueue("c")
+		go func() {
+			a, err := m.Rendezvous(t.Context(), ClientOffer{SDP: "offer-b", NAT: NATRestricted})
+			if err == nil && a.SDP != "answer-c" {
+				err = fmt.Errorf("answer %q", a.SDP)
+			}
+			client <- err
+		}()
+		if sid := <-woken; sid != "b" {
+			t.Fatalf("woken %q, want the older poll b", sid)
+		}
+		if _, err := m.End(p); err != nil {
+			t.Fatal(err)
+		}
+		cause := errors.New("write failed")
+		if err := m.Abandon(p, cause); err != cause {
+			t.Errorf("Abandon = %v", err)
+		}
+		if sid := <-woken; sid != "c" {
+			t.Fatalf("woken %q, want c", sid)
+		}
+		if o, err := m.End(next); err != nil || o.SDP != "offer-b" {
+			t.Fatalf("End = %+v, %v", o, err)
+		}
+		if !answered(m.Answer("c", "answer-c")) {
+			t.Fatal("answer not delivered")
+		}
+		if err := <-client; err != nil {
+			t.Fatal(err)
+		}
+
+		// Without a match: End takes the poll out; Close wakes the others.
+		p = enqueue("d")
+		if _, err := m.End(p); !errors.Is(err, ErrNoMatch) {
+			t.Errorf("End = %v, want ErrNoMatch", err)
+		}
+		p = enqueue("e")
+		gone := enqueue("f")
+		if err := m.Abandon(gone, cause); err != cause {
+			t.Errorf("Abandon = %v", err)
+		}
+		m.Close()
+		if sid := <-woken; sid != "e" {
+			t.Fatalf("woken %q, want e", sid)
+		}
+		if _, err := m.End(p); !errors.Is(err, ErrNoMatch) {
+			t.Errorf("End after Close = %v, want ErrNoMatch", err)
+		}
+		if s := m.Stats(); s != (Stats{}) {
+			t.Errorf("Stats = %+v, want empty", s)
+		}
+		select {
+		case sid := <-woken:
+			t.Errorf("unexpected wake of %q", sid)
+		default:
+		}
+	})
+}

@@ -7,8 +7,9 @@
 //
 // where request is an encoded messages.ClientPollRequest ("1.0\n{json}") and
 // response the broker's encoded messages.ClientPollResponse. HTTP implements
-// Snowflake's HTTPS method with domain fronting; AMP cache and SQS (Snowflake
-// v2.14.1 has both) plug in behind the same signature.
+// Snowflake's HTTPS method with domain fronting, AMP its AMP cache method;
+// the SQS method, with the same signature, is the subpackage sqs (kept apart
+// so that only it imports the AWS SDK).
 //
 // # HTTP and domain fronting
 //
@@ -29,6 +30,24 @@
 // most MaxResponseSize bytes, anything else is an error. The whole exchange
 // is bounded by HTTPConfig.Timeout (DefaultTimeout: the 5 s broker budget
 // plus room for the CDN and the network).
+//
+// # AMP cache
+//
+// An AMP cache (for example Google's, https://cdn.ampproject.org/) only
+// GETs pages, so AMP puts the request in the path (package amp):
+//
+//	broker URL   https://broker.example/
+//	publisher    https://broker.example/amp/client/0<12-char cache-buster>/<base64url(request)>
+//	cache URL    https://broker-example.cdn.ampproject.org/c/s/broker.example/amp/client/0.../...
+//
+// and GETs the cache URL, fronted as for HTTP (a random front in the URL
+// host and TLS SNI, the cache host broker-example.cdn.ampproject.org in the
+// Host header). The cache fetches the page from the broker, which answers
+// with the response armored in an AMP page. A reply must be 200 without a
+// Location header (Google's cache sends a "silent redirect" around itself
+// when it cannot serve a page) and at most MaxResponseSize bytes of valid
+// armor. The broker must be on its scheme's default port, as the cache URL
+// cannot name another.
 //
 // # Transport
 //

@@ -23,3 +23,14 @@ var ErrResponseTooLarge = errors.New("broker response too large")
 
 // ErrUTLSName is returned by NewTransport for an unknown utls-imitate name.
 var ErrUTLSName = errors.New("unknown uTLS ClientHello name")
+
+// ErrNoCacheURL is returned by NewAMP without an AMP cache URL.
+var ErrNoCacheURL = errors.New("no AMP cache URL")
+
+// ErrCacheURL is returned by NewAMP for an AMP cache URL that is not an
+// absolute http or https URL without user information, query or fragment.
+var ErrCacheURL = errors.New("invalid AMP cache URL")
+
+// ErrRedirect is returned by the AMP Exchange when the cache's reply
+// carries a Location header (a redirect around the cache).
+var ErrRedirect = errors.New("AMP cache redirect")

@@ -1,0 +1,224 @@
+package broker
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+)
+
+// Listener returns a listener to serve Handler on (with http.Server.Serve,
+// never ServeTLS): it accepts ln's connections, doing TLS itself when
+// tlsConfig is not nil (put "h2" in its NextProtos to offer HTTP/2), and
+// also hands back the HTTP/1.1 connections whose proxy polls the broker
+// parked.
+//
+// # Parked polls
+//
+// A proxy poll served on one of these connections over HTTP/1.1 does not
+// keep an HTTP server goroutine and its buffers while it waits. Once the
+// poll is in its pool, the handler hijacks the connection, drops net/http's
+// buffers and returns; a small goroutine blocks in a one-byte read on the
+// bare connection, so that a proxy that disconnects leaves the pool at
+// once. On a match, the end of the hold or Shutdown it writes the response
+// (the same bytes net/http would), waits for the connection's next request
+// as net/http would for an idle keep-alive connection (the server's
+// IdleTimeout), and hands the connection back through Accept, with any
+// byte it read replayed first. See docs/performance.md for what this saves.
+//
+// Polls over HTTP/2, on connections from other listeners (an
+// httptest.Server, a listener of your own) or whose request asks to close
+// the connection are served by the handler goroutine as usual.
+//
+// The http.Server does not track parked connections (its ConnState hook
+// sees them hijacked, and new again when they come back): call
+// Broker.Shutdown before http.Server.Shutdown (as always); it answers every
+// parked poll and closes the connections the broker holds. Closing the
+// listener closes ln and every connection waiting to be handed back.
+func (b *Broker) Listener(ln net.Listener, tlsConfig *tls.Config) net.Listener {
+	l := &listener{
+		inner:    ln,
+		b:        b,
+		tls:      tlsConfig,
+		accepted: make(chan acceptResult),
+		returned: make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}
+	go l.acceptLoop()
+	return l
+}
+
+// listener is the net.Listener returned by Broker.Listener.
+type listener struct {
+	inner net.Listener
+	b     *Broker
+	tls   *tls.Config // nil: plain
+
+	accepted chan acceptResult // from acceptLoop
+	returned chan struct{}     // signalled when queue grows
+	done     chan struct{}     // closed by Close
+	stopped  chan struct{}     // closed when acceptLoop returns
+	err      error             // why acceptLoop ended; read after stopped
+
+	mu     sync.Mutex
+	queue  []net.Conn // handed-back connections not yet accepted
+	closed bool
+}
+
+type acceptResult struct {
+	c   net.Conn
+	err error
+}
+
+// acceptLoop accepts ln's connections one at a time, each when Accept asks
+// for it, until ln fails for good or the listener is closed.
+func (l *listener) acceptLoop() {
+	defer close(l.stopped)
+	for {
+		c, err := l.inner.Accept()
+		if err != nil {
+			// A temporary error (out of file descriptors) goes to the
+			// server, which retries after a pause; any other ends the
+			// loop, and Accept returns it from then on.
+			var te interface{ Temporary() bool }
+			if !errors.As(err, &te) || !te.Temporary() {
+				l.err = err
+				return
+			}
+		}
+		select {
+		case l.accepted <- acceptResult{c, err}:
+		case <-l.done:
+			if c != nil {
+				c.Close()
+			}
+			return
+		}
+	}
+}
+
+// Accept returns the next new or handed-back connection.
+func (l *listener) Accept() (net.Conn, error) {
+	for {
+		l.mu.Lock()
+		if len(l.queue) > 0 {
+			c := l.queue[0]
+			l.queue[0] = nil
+			l.queue = l.queue[1:]
+			if len(l.queue) == 0 {
+				l.queue = nil
+			}
+			l.mu.Unlock()
+			return c, nil
+		}
+		l.mu.Unlock()
+		select {
+		case r := <-l.accepted:
+			if r.err != nil {
+				return nil, r.err
+			}
+			return l.wrap(r.c), nil
+		case <-l.returned:
+		case <-l.stopped:
+			select {
+			case <-l.done:
+				return nil, net.ErrClosed
+			default:
+			}
+			return nil, l.err
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
+	}
+}
+
+// wrap makes a new connection a parkConn, under TLS if configured.
+func (l *listener) wrap(c net.Conn) net.Conn {
+	pc := &parkConn{Conn: c, l: l}
+	if l.tls != nil {
+		return tls.Server(pc, l.tls)
+	}
+	return pc
+}
+
+// handBack queues c (a parkConn, or a *tls.Conn over one) for Accept, or
+// closes it if the listener is closed. It never blocks.
+func (l *listener) handBack(c net.Conn) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		c.Close()
+		return
+	}
+	l.queue = append(l.queue, c)
+	l.mu.Unlock()
+	select {
+	case l.returned <- struct{}{}:
+	default:
+	}
+}
+
+// Close closes ln and the connections waiting to be handed back, and waits
+// for the accepting goroutine. It is idempotent.
+func (l *listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-l.stopped
+		return nil
+	}
+	l.closed = true
+	queue := l.queue
+	l.queue = nil
+	close(l.done)
+	l.mu.Unlock()
+	err := l.inner.Close()
+	<-l.stopped
+	for _, c := range queue {
+		c.Close()
+	}
+	return err
+}
+
+func (l *listener) Addr() net.Addr { return l.inner.Addr() }
+
+// parkConn is a connection accepted by a listener. Its LocalAddr carries
+// the listener, so that the handler can tell, before hijacking, that the
+// connection can be handed back. Bytes read while it was parked are
+// replayed first.
+type parkConn struct {
+	net.Conn
+	l *listener
+	// replay is owned by whoever owns the connection: the parked poll's
+	// goroutine fills it, the HTTP server reads it after Accept.
+	replay []byte
+}
+
+// parkAddr is the LocalAddr of a parkConn: the real address, marked.
+type parkAddr struct {
+	net.Addr
+	l *listener
+}
+
+func (c *parkConn) LocalAddr() net.Addr { return parkAddr{c.Conn.LocalAddr(), c.l} }
+
+func (c *parkConn) Read(p []byte) (int, error) {
+	if len(c.replay) == 0 {
+		return c.Conn.Read(p)
+	}
+	n := copy(p, c.replay)
+	c.replay = c.replay[n:]
+	if len(c.replay) == 0 {
+		c.replay = nil
+	}
+	return n, nil
+}
+
+// CloseWrite lets net/http half-close the connection as it does a TCP one.
+func (c *parkConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

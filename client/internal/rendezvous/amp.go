@@ -1,0 +1,177 @@
+package rendezvous
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/flurrypt/flurry/common/amp"
+)
+
+// ampContentType is the AMP cache serving type of the broker's pages
+// ("c": a document).
+const ampContentType = "c"
+
+// AMPConfig configures an AMP cache rendezvous. BrokerURL and CacheURL are
+// required.
+type AMPConfig struct {
+	// BrokerURL is the broker's base URL (http or https, on its scheme's
+	// default port: an AMP cache cannot name another); requests go to
+	// BrokerURL resolved against "amp/client/<encoded request>", through
+	// the cache.
+	BrokerURL string
+
+	// CacheURL is the AMP cache (the ampcache bridge-line option), e.g.
+	// https://cdn.ampproject.org/: http or https, no query or fragment.
+	CacheURL string
+
+	// Fronts are front domains (host or host:port). When not empty, each
+	// request goes to a random one of them, with the cache's host for the
+	// broker in the Host header.
+	Fronts []string
+
+	// Transport sends the requests; nil means a transport from
+	// NewTransport(TransportConfig{}).
+	Transport http.RoundTripper
+
+	// Timeout bounds each exchange, from the request to the last byte of
+	// the reply; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// AMP is Snowflake's AMP cache rendezvous: the poll request goes in the
+// path of a GET that an AMP cache forwards to the broker, and the reply
+// comes back as an AMP page (see package amp). It is safe for concurrent
+// use.
+type AMP struct {
+	broker    *url.URL
+	cache     *url.URL
+	fronts    []string
+	transport http.RoundTripper
+	timeout   time.Duration
+}
+
+// NewAMP checks cfg and returns an AMP cache rendezvous.
+func NewAMP(cfg AMPConfig) (*AMP, error) {
+	if cfg.BrokerURL == "" {
+		return nil, ErrNoBrokerURL
+	}
+	broker, err := ParseBrokerURL(cfg.BrokerURL)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := ParseCacheURL(cfg.CacheURL)
+	if err != nil {
+		return nil, err
+	}
+	// Fail now, not at every exchange, if the cache cannot serve the
+	// broker (a port other than the scheme's default).
+	if _, err := amp.CacheURL(broker.ResolveReference(&url.URL{Path: "amp/client/0"}), cache, ampContentType); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBrokerURL, err)
+	}
+	fronts := make([]string, 0, len(cfg.Fronts))
+	for _, f := range cfg.Fronts {
+		if err := checkFront(f); err != nil {
+			return nil, err
+		}
+		fronts = append(fronts, f)
+	}
+	transport := cfg.Transport
+	if transport == nil {
+		transport, err = NewTransport(TransportConfig{})
+		if err != nil {
+			return nil, err
+		}
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &AMP{broker: broker, cache: cache, fronts: fronts, transport: transport, timeout: timeout}, nil
+}
+
+// ParseCacheURL parses and checks an AMP cache URL: absolute, http or
+// https, with a host, and without user information, query or fragment.
+func ParseCacheURL(s string) (*url.URL, error) {
+	if s == "" {
+		return nil, ErrNoCacheURL
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCacheURL, err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("%w: scheme must be http or https", ErrCacheURL)
+	case u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("%w: no host", ErrCacheURL)
+	case u.User != nil:
+		return nil, fmt.Errorf("%w: user information not allowed", ErrCacheURL)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return nil, fmt.Errorf("%w: query or fragment not allowed", ErrCacheURL)
+	}
+	return u, nil
+}
+
+// Exchange sends one poll request through the AMP cache and returns the
+// broker's reply.
+//
+// The reply must be a 200 page without a Location header (Google's cache
+// answers some requests with a "silent redirect" to the origin: status 200,
+// a Location header and a script; following it would bypass the cache) of
+// at most MaxResponseSize bytes, holding valid armor.
+func (a *AMP) Exchange(ctx context.Context, request []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+
+	pub := a.broker.ResolveReference(&url.URL{Path: "amp/client/" + amp.EncodePath(request)})
+	u, err := amp.CacheURL(pub, a.cache, ampContentType)
+	if err != nil {
+		return nil, fmt.Errorf("AMP cache URL: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("build AMP cache request: %w", err)
+	}
+	if len(a.fronts) > 0 {
+		// As for HTTP: the connection (and the TLS SNI) goes to the
+		// front, the Host header names the cache's host for the broker.
+		req.Host = req.URL.Host
+		req.URL.Host = a.fronts[rand.IntN(len(a.fronts))]
+	}
+
+	resp, err := a.transport.RoundTrip(req)
+	if err != nil {
+		return nil, fmt.Errorf("AMP cache request: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		// A cache turns a broker's 5xx into 404 and invalid AMP into a
+		// redirect around the cache.
+		return nil, fmt.Errorf("%w: %d", ErrStatus, resp.StatusCode)
+	}
+	if _, ok := resp.Header["Location"]; ok {
+		return nil, ErrRedirect
+	}
+	page, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read AMP cache response: %w", err)
+	}
+	if len(page) > MaxResponseSize {
+		return nil, ErrResponseTooLarge
+	}
+	dec, err := amp.NewArmorDecoder(bytes.NewReader(page))
+	if err != nil {
+		return nil, fmt.Errorf("AMP cache response: %w", err)
+	}
+	body, err := io.ReadAll(dec)
+	if err != nil {
+		return nil, fmt.Errorf("AMP cache response: %w", err)
+	}
+	return body, nil
+}
