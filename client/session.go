@@ -97,6 +97,7 @@ func (s *session) open(ctx context.Context) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start KCP: %w", err)
 	}
+	//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
 	kconn.SetStreamMode(true)
 	kconn.SetWindowSize(kcpWindow, kcpWindow)
 	kconn.SetNoDelay(0, 0, 0, 1) // no delay off, default interval, no fast resend, no congestion window

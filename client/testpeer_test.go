@@ -78,6 +78,7 @@ func (r *testRelay) acceptLoop() {
 		if err != nil {
 			return
 		}
+		//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
 		conn.SetStreamMode(true)
 		conn.SetWindowSize(65535, 65535)
 		conn.SetNoDelay(0, 0, 0, 1)

@@ -47,7 +47,7 @@ func parseURL(raw string, allow bool, schemes ...string) (*url.URL, error) {
 		ok = ok || u.Scheme == s
 	}
 	if !ok || u.Host == "" {
-		return nil, fmt.Errorf("%w: URL %q: want %s://host[:port]/...", ErrInvalidConfig, raw, strings.Join(schemes, "|"))
+		return nil, fmt.Errorf("%w: URL %q: want %s://host[:port]/path", ErrInvalidConfig, raw, strings.Join(schemes, "|"))
 	}
 	if err := checkHost(u.Hostname(), allow); err != nil {
 		return nil, err

@@ -387,6 +387,7 @@ func smuxConfig() *smux.Config {
 
 // tuneKCP applies Snowflake's client KCP parameters.
 func tuneKCP(s *kcp.UDPSession) {
+	//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
 	s.SetStreamMode(true)
 	s.SetWindowSize(kcpWindow, kcpWindow)
 	s.SetNoDelay(0, 0, 0, 1)

@@ -381,7 +381,7 @@ func (m *Matcher) match(c ClientOffer, cw *client) (*Proxy, func()) {
 	}
 	p.state = stateMatched
 	p.client = cw
-	p.offer = Offer{SDP: c.SDP, NAT: c.NAT, Bridge: c.Bridge}
+	p.offer = Offer(c)
 	close(p.matched)
 	return p, p.wake
 }

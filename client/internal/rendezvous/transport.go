@@ -1,5 +1,7 @@
 package rendezvous
 
+//lint:file-ignore SA1019 uTLS connections need golang.org/x/net/http2's Transport: net/http's own HTTP/2 runs only over crypto/tls connections, and a utls.UConn is not one.
+
 import (
 	"context"
 	"crypto/tls"
