@@ -30,7 +30,7 @@ build: ## Build every cmd/* binary into ./bin (-trimpath, reproducible)
 		$(GO) build -trimpath -ldflags=-buildid= -o $(BIN)/ $(CMDS) && ls $(BIN); \
 	else echo 'no commands yet'; fi
 
-test: fmt-check vet race bench-smoke ## gofmt check, go vet, go test -race, every benchmark once
+test: fmt-check vet lint race bench-smoke ## gofmt check, go vet, staticcheck, go test -race, every benchmark once
 
 fmt-check: ## Fail if any Go file is not gofmt-formatted
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
