@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"time"
@@ -49,11 +48,9 @@ type AMPConfig struct {
 // comes back as an AMP page (see package amp). It is safe for concurrent
 // use.
 type AMP struct {
-	broker    *url.URL
-	cache     *url.URL
-	fronts    []string
-	transport http.RoundTripper
-	timeout   time.Duration
+	broker *url.URL
+	cache  *url.URL
+	fronted
 }
 
 // NewAMP checks cfg and returns an AMP cache rendezvous.
@@ -74,25 +71,11 @@ func NewAMP(cfg AMPConfig) (*AMP, error) {
 	if _, err := amp.CacheURL(broker.ResolveReference(&url.URL{Path: "amp/client/0"}), cache, ampContentType); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBrokerURL, err)
 	}
-	fronts := make([]string, 0, len(cfg.Fronts))
-	for _, f := range cfg.Fronts {
-		if err := checkFront(f); err != nil {
-			return nil, err
-		}
-		fronts = append(fronts, f)
+	f, err := newFronted(cfg.Fronts, cfg.Transport, cfg.Timeout)
+	if err != nil {
+		return nil, err
 	}
-	transport := cfg.Transport
-	if transport == nil {
-		transport, err = NewTransport(TransportConfig{})
-		if err != nil {
-			return nil, err
-		}
-	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	return &AMP{broker: broker, cache: cache, fronts: fronts, transport: transport, timeout: timeout}, nil
+	return &AMP{broker: broker, cache: cache, fronted: f}, nil
 }
 
 // ParseCacheURL parses and checks an AMP cache URL: absolute, http or
@@ -138,32 +121,20 @@ func (a *AMP) Exchange(ctx context.Context, request []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build AMP cache request: %w", err)
 	}
-	if len(a.fronts) > 0 {
-		// As for HTTP: the connection (and the TLS SNI) goes to the
-		// front, the Host header names the cache's host for the broker.
-		req.Host = req.URL.Host
-		req.URL.Host = a.fronts[rand.IntN(len(a.fronts))]
-	}
-
-	resp, err := a.transport.RoundTrip(req)
+	// As for HTTP, with fronts the Host header names the cache's host.
+	resp, err := a.roundTrip(req)
 	if err != nil {
-		return nil, fmt.Errorf("AMP cache request: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
 		// A cache turns a broker's 5xx into 404 and invalid AMP into a
 		// redirect around the cache.
-		return nil, fmt.Errorf("%w: %d", ErrStatus, resp.StatusCode)
+		return nil, fmt.Errorf("AMP cache request: %w", err)
 	}
 	if _, ok := resp.Header["Location"]; ok {
+		resp.Body.Close()
 		return nil, ErrRedirect
 	}
-	page, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseSize+1))
+	page, err := readBody(resp)
 	if err != nil {
 		return nil, fmt.Errorf("read AMP cache response: %w", err)
-	}
-	if len(page) > MaxResponseSize {
-		return nil, ErrResponseTooLarge
 	}
 	dec, err := amp.NewArmorDecoder(bytes.NewReader(page))
 	if err != nil {

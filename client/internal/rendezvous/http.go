@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -49,10 +47,8 @@ type HTTPConfig struct {
 // HTTP is the HTTPS rendezvous method with optional domain fronting.
 // It is safe for concurrent use.
 type HTTP struct {
-	endpoint  *url.URL // BrokerURL resolved against "client"
-	fronts    []string
-	transport http.RoundTripper
-	timeout   time.Duration
+	endpoint *url.URL // BrokerURL resolved against "client"
+	fronted
 }
 
 // NewHTTP checks cfg and returns an HTTP rendezvous.
@@ -64,30 +60,11 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if err != nil {
 		return nil, err
 	}
-	fronts := make([]string, 0, len(cfg.Fronts))
-	for _, f := range cfg.Fronts {
-		if err := checkFront(f); err != nil {
-			return nil, err
-		}
-		fronts = append(fronts, f)
+	f, err := newFronted(cfg.Fronts, cfg.Transport, cfg.Timeout)
+	if err != nil {
+		return nil, err
 	}
-	transport := cfg.Transport
-	if transport == nil {
-		transport, err = NewTransport(TransportConfig{})
-		if err != nil {
-			return nil, err
-		}
-	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	return &HTTP{
-		endpoint:  base.ResolveReference(&url.URL{Path: "client"}),
-		fronts:    fronts,
-		transport: transport,
-		timeout:   timeout,
-	}, nil
+	return &HTTP{endpoint: base.ResolveReference(&url.URL{Path: "client"}), fronted: f}, nil
 }
 
 // ParseBrokerURL parses and checks a broker URL: absolute, http or https,
@@ -142,28 +119,14 @@ func (h *HTTP) Exchange(ctx context.Context, request []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build broker request: %w", err)
 	}
-	if len(h.fronts) > 0 {
-		// The connection (and so the TLS SNI) goes to the front; the
-		// Host header, inside TLS, names the broker.
-		req.Host = req.URL.Host
-		req.URL.Host = h.fronts[rand.IntN(len(h.fronts))]
-	}
 	req.Header.Set("Content-Type", contentType)
-
-	resp, err := h.transport.RoundTrip(req)
+	resp, err := h.roundTrip(req)
 	if err != nil {
 		return nil, fmt.Errorf("broker request: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %d", ErrStatus, resp.StatusCode)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseSize+1))
+	body, err := readBody(resp)
 	if err != nil {
 		return nil, fmt.Errorf("read broker response: %w", err)
-	}
-	if len(body) > MaxResponseSize {
-		return nil, ErrResponseTooLarge
 	}
 	return body, nil
 }
