@@ -24,15 +24,16 @@ func newWebRTCAPI(s *settings) (*webrtc.API, error) {
 			return nil, fmt.Errorf("%w: port range: %w", ErrInvalidConfig, err)
 		}
 	}
+	// No IP filter on the production path: pion binds its STUN (srflx)
+	// sockets only to the addresses an IP filter keeps, and rewrites only
+	// the host candidates it keeps, so filtering out private addresses
+	// would leave a proxy behind a NAT with no srflx candidate and make
+	// -outbound-address useless on a 1:1 NAT host. Local candidates are
+	// removed from the answer by localDescription instead.
 	switch {
 	case s.LoopbackOnly:
 		LoopbackOnly(&se)
-	case !s.KeepLocalAddresses:
-		se.SetIPFilter(func(ip net.IP) bool {
-			a, ok := netipFromIP(ip)
-			return ok && !sdp.IsLocal(a)
-		})
-	default:
+	case s.KeepLocalAddresses:
 		se.SetIncludeLoopbackCandidate(true)
 	}
 	if s.outbound.IsValid() {

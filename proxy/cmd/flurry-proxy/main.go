@@ -130,7 +130,11 @@ func run() int {
 	}
 	if cfg.PortMin != 0 {
 		width := int(cfg.PortMax-cfg.PortMin) + 1
-		if assumed := max(*capacity, 10); width < 2*assumed {
+		assumed := *capacity
+		if assumed <= 0 {
+			assumed = 10 // unlimited: as docs/proxy.md says
+		}
+		if width < 2*assumed {
 			log.Warn("the ephemeral port range may be too narrow for the capacity", "ports", width, "clients", assumed)
 		}
 	}
