@@ -5,6 +5,11 @@
 // what happened (rendezvous time, time to first byte, throughput, SHA-256
 // check) and stops everything it started, also on Ctrl-C. It needs no flags,
 // no network and no root: `make demo`.
+//
+// With -hold it keeps the chain running after the download (with -hold
+// -size 0, instead of it), prints the client's SOCKS address, the target URL
+// and a ready-to-paste `flurry-loadgen chain` command, and stops everything
+// on Ctrl-C or SIGTERM.
 package main
 
 import (
@@ -34,11 +39,12 @@ func run() int {
 	fs := flag.NewFlagSet("flurry-demo", flag.ContinueOnError)
 	var (
 		binDir    = fs.String("bin", "", "use the binaries in this `directory` (as `make build` leaves them in ./bin) instead of building")
-		size      = fs.Int64("size", demo.DefaultFileSize, "size of the file to download, in `bytes`")
+		size      = fs.Int64("size", demo.DefaultFileSize, "size of the file to download, in `bytes` (0 with -hold: serve the default size, download nothing)")
 		proxies   = fs.Int("proxies", demo.DefaultProxies, "number of proxies")
 		clientMax = fs.Int("max", 1, "proxies the client uses at once (its -max)")
 		keep      = fs.Bool("keep", false, "keep the work directory with the logs after the demo")
 		verbose   = fs.Bool("v", false, "print every orchestration step")
+		hold      = fs.Bool("hold", false, "after the download (with -size 0: instead of it) keep the chain running, print the SOCKS address, the target URL and a\nflurry-loadgen chain command to measure it, until Ctrl-C or SIGTERM; then stop everything")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-demo [flags]\n\nRuns broker, relay, NAT probe, proxies and client on loopback and downloads a file through them.\n\n")
@@ -50,8 +56,8 @@ func run() int {
 		}
 		return 2
 	}
-	if *size <= 0 || *size > 512<<20 || *proxies < 1 || *clientMax < 1 {
-		fmt.Fprintln(os.Stderr, "flurry-demo: -size must be between 1 and 536870912; -proxies and -max must be positive")
+	if *size < 0 || *size > 512<<20 || (*size == 0 && !*hold) || *proxies < 1 || *clientMax < 1 {
+		fmt.Fprintln(os.Stderr, "flurry-demo: -size must be between 1 and 536870912 (0 only with -hold); -proxies and -max must be positive")
 		return 2
 	}
 
@@ -102,7 +108,7 @@ func run() int {
 		Binaries:  bins,
 		Dir:       dir,
 		Proxies:   *proxies,
-		FileSize:  *size,
+		FileSize:  *size, // 0 (only with -hold): DefaultFileSize
 		NATProbe:  true,
 		ClientMax: *clientMax,
 		Logger:    logger,
@@ -129,7 +135,24 @@ func run() int {
 	}
 	fmt.Printf("    client  socks5://%s   (pid %d)\n", cluster.SOCKSAddr, cluster.Client.PID())
 
-	step("Downloading %s (%s) through client -> proxy -> relay -> target", cluster.Target.URL, demo.FormatBytes(float64(*size)))
+	if *size > 0 {
+		if code := download(ctx, cluster, *size); code != 0 {
+			return code
+		}
+	}
+	if *hold {
+		if code := holdChain(ctx, cluster); code != 0 {
+			return code
+		}
+	}
+	failed = false
+	return 0
+}
+
+// download fetches the target's file through the chain, shows progress and
+// prints what happened. It returns the exit status.
+func download(ctx context.Context, cluster *demo.Cluster, size int64) int {
+	step("Downloading %s (%s) through client -> proxy -> relay -> target", cluster.Target.URL, demo.FormatBytes(float64(size)))
 	var progress demo.Progress
 	cpuBefore := cpuTimes(cluster.Processes())
 	type result struct {
@@ -159,7 +182,7 @@ func run() int {
 				}
 			}
 		}
-		printProgress(os.Stdout, progress.Bytes(), *size, time.Since(fetchStart))
+		printProgress(os.Stdout, progress.Bytes(), size, time.Since(fetchStart))
 	}
 	fmt.Println()
 	if r.err != nil {
@@ -185,9 +208,44 @@ func run() int {
 	if len(servedBy) > 0 {
 		fmt.Printf("    carried by                          %s\n", strings.Join(servedBy, ", "))
 	}
-	printCPU(cluster.Processes(), cpuBefore, *size)
-	failed = false
+	printCPU(cluster.Processes(), cpuBefore, size)
 	return 0
+}
+
+// holdChain keeps the chain running until ctx ends (Ctrl-C, SIGTERM) and
+// prints how to measure it with flurry-loadgen. It returns 1 if one of the
+// processes exits on its own meanwhile, else 0.
+func holdChain(ctx context.Context, cluster *demo.Cluster) int {
+	step("Holding the chain until Ctrl-C or SIGTERM")
+	fmt.Printf("    SOCKS5 proxy   %s\n", cluster.SOCKSAddr)
+	fmt.Printf("    target URL     %s (%s, SHA-256 %s)\n", cluster.Target.URL,
+		demo.FormatBytes(float64(cluster.Target.Size)), cluster.Target.SHA256Hex())
+	fmt.Printf("    measure it with\n        %s\n", loadgenCommand(cluster.SOCKSAddr, cluster.Target.URL))
+	fmt.Printf("    (every SOCKS connection is a session of its own: -concurrency N runs N sessions at once)\n")
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Println()
+			return 0
+		case <-tick.C:
+			for _, p := range cluster.Processes() {
+				select {
+				case <-p.Done():
+					fmt.Fprintf(os.Stderr, "flurry-demo: %s exited while holding: %v\n%s\n", p.Name(), p.ExitErr(), p.LogTail(10))
+					return 1
+				default:
+				}
+			}
+		}
+	}
+}
+
+// loadgenCommand is a ready-to-paste flurry-loadgen command that fetches url
+// through the SOCKS5 proxy at socks.
+func loadgenCommand(socks, url string) string {
+	return fmt.Sprintf("go run ./loadgen/cmd/flurry-loadgen chain -socks %s -url %s -requests 5 -concurrency 1 -json chain.json", socks, url)
 }
 
 func step(format string, args ...any) {
