@@ -298,21 +298,9 @@ func (s *server) runManaged(ctx context.Context, stop context.CancelFunc) int {
 	if len(listeners) == 0 {
 		return 1
 	}
-	events := make(chan client.Event, 64)
-	s.base.Events = events
-	var evWG sync.WaitGroup
-	evWG.Add(1)
-	go func() {
-		defer evWG.Done()
-		for {
-			select {
-			case e := <-events:
-				pt.Log(pt.LogSeverityNotice, safelog.Scrub(e.String()))
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	stopEvents := s.reportEvents(ctx, func(e client.Event) {
+		pt.Log(pt.LogSeverityNotice, safelog.Scrub(e.String()))
+	})
 	for _, ln := range listeners {
 		s.wg.Add(1)
 		go s.acceptLoop(ctx, ln)
@@ -322,8 +310,27 @@ func (s *server) runManaged(ctx context.Context, stop context.CancelFunc) int {
 		_ = ln.Close()
 	}
 	s.shutdown()
-	evWG.Wait()
+	stopEvents()
 	return 0
+}
+
+// reportEvents passes the clients' events to report until ctx ends; the
+// returned function waits for that. Set it up before the first client.
+func (s *server) reportEvents(ctx context.Context, report func(client.Event)) (wait func()) {
+	events := make(chan client.Event, 64)
+	s.base.Events = events
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case e := <-events:
+				report(e)
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return wg.Wait
 }
 
 // runSOCKS is the plain SOCKS5 mode.
@@ -335,11 +342,13 @@ func (s *server) runSOCKS(ctx context.Context, addr string) int {
 	}
 	s.log.Info("SOCKS5 proxy listening (the CONNECT destination is ignored: streams go to the relay's target)", "addr", ln.Addr().String())
 	fmt.Fprintf(os.Stderr, "flurry-client: SOCKS5 proxy on %s\n", ln.Addr())
+	stopEvents := s.reportEvents(ctx, func(e client.Event) { s.log.Info(e.String()) })
 	s.wg.Add(1)
 	go s.acceptLoop(ctx, ln)
 	<-ctx.Done()
 	_ = ln.Close()
 	s.shutdown()
+	stopEvents()
 	return 0
 }
 
