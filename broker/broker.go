@@ -91,6 +91,19 @@ type fixedResponses struct {
 	answerGone       []byte // answer: client gone
 }
 
+// clientError returns the client response body for an outcome without an
+// answer: ClientDenied, ClientTimeout or ClientUnknownBridge.
+func (f *fixedResponses) clientError(o event.ClientOutcome) []byte {
+	switch o {
+	case event.ClientDenied:
+		return f.noProxies
+	case event.ClientTimeout:
+		return f.timedOut
+	default:
+		return f.unknownBridge
+	}
+}
+
 // Stats is a snapshot of the proxies the broker holds.
 type Stats struct {
 	WaitingRestricted   int // restricted- or unknown-NAT proxies waiting

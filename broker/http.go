@@ -337,31 +337,14 @@ func (b *Broker) serveClient(w http.ResponseWriter, r *http.Request, addr netip.
 		return
 	}
 	ev.NAT = req.NAT
-	bridge, ok := -1, false
-	if fp, err := messages.ParseFingerprint(req.Fingerprint); err == nil {
-		bridge, ok = b.bridges.Lookup(fp)
-	}
-	if !ok {
-		b.sink.ClientPollEnded(ev, event.ClientUnknownBridge)
-		if legacy {
-			http.Error(w, messages.StrUnknownBridge, http.StatusBadRequest)
-			return
-		}
-		b.write(w, b.fixed.unknownBridge)
-		return
-	}
-
 	ctx, cancel := context.WithDeadline(r.Context(), start.Add(b.cfg.ClientTimeout))
 	defer cancel()
-	ans, err := b.match.Rendezvous(ctx, matcher.ClientOffer{SDP: req.Offer, NAT: matcherNAT(req.NAT), Bridge: bridge})
+	answer, outcome := b.clientRendezvous(ctx, ev, req)
 	switch {
-	case err == nil:
-		b.sink.ClientPollEnded(ev, event.ClientMatched)
-		if legacy {
-			b.write(w, []byte(ans.SDP))
-			return
-		}
-		resp, err := messages.ClientPollResponse{Answer: ans.SDP}.Encode()
+	case legacy:
+		b.writeLegacyClient(w, answer, outcome)
+	case outcome == event.ClientMatched:
+		resp, err := messages.ClientPollResponse{Answer: answer}.Encode()
 		if err != nil {
 			// Cannot happen: the answer was validated on the way in.
 			b.cfg.Logger.Error("encode client answer", "err", err)
@@ -369,20 +352,48 @@ func (b *Broker) serveClient(w http.ResponseWriter, r *http.Request, addr netip.
 			return
 		}
 		b.write(w, resp)
-	case errors.Is(err, matcher.ErrNoProxies):
-		b.sink.ClientPollEnded(ev, event.ClientDenied)
-		if legacy {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
+	default:
+		b.write(w, b.fixed.clientError(outcome))
+	}
+}
+
+// clientRendezvous finds the bridge a decoded client request names and a
+// proxy for it, and records the outcome with the client's ev. It returns
+// the proxy's answer with ClientMatched, or ClientUnknownBridge,
+// ClientDenied (no proxy) or ClientTimeout (no answer before ctx ended).
+func (b *Broker) clientRendezvous(ctx context.Context, ev event.Client, req messages.ClientPollRequest) (string, event.ClientOutcome) {
+	outcome := event.ClientUnknownBridge
+	var answer string
+	if fp, err := messages.ParseFingerprint(req.Fingerprint); err == nil {
+		if bridge, ok := b.bridges.Lookup(fp); ok {
+			ans, err := b.match.Rendezvous(ctx, matcher.ClientOffer{SDP: req.Offer, NAT: matcherNAT(req.NAT), Bridge: bridge})
+			switch {
+			case err == nil:
+				outcome, answer = event.ClientMatched, ans.SDP
+			case errors.Is(err, matcher.ErrNoProxies):
+				outcome = event.ClientDenied
+			default: // matcher.ErrTimedOut
+				outcome = event.ClientTimeout
+			}
 		}
-		b.write(w, b.fixed.noProxies)
-	default: // matcher.ErrTimedOut
-		b.sink.ClientPollEnded(ev, event.ClientTimeout)
-		if legacy {
-			w.WriteHeader(http.StatusGatewayTimeout)
-			return
-		}
-		b.write(w, b.fixed.timedOut)
+	}
+	b.sink.ClientPollEnded(ev, outcome)
+	return answer, outcome
+}
+
+// writeLegacyClient answers a legacy (bare offer) client as Snowflake does:
+// the bare answer, 503 without proxies, 504 on timeout; and, where
+// Snowflake panics, 400 with a reason.
+func (b *Broker) writeLegacyClient(w http.ResponseWriter, answer string, outcome event.ClientOutcome) {
+	switch outcome {
+	case event.ClientMatched:
+		b.write(w, []byte(answer))
+	case event.ClientDenied:
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case event.ClientTimeout:
+		w.WriteHeader(http.StatusGatewayTimeout)
+	default:
+		http.Error(w, messages.StrUnknownBridge, http.StatusBadRequest)
 	}
 }
 

@@ -2,10 +2,8 @@ package broker
 
 import (
 	"context"
-	"errors"
 
 	"github.com/flurrypt/flurry/broker/internal/event"
-	"github.com/flurrypt/flurry/broker/internal/matcher"
 	"github.com/flurrypt/flurry/common/sdp"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -35,24 +33,9 @@ func (b *Broker) relayedClientPoll(ctx context.Context, body []byte, method even
 			ev.Addr = ip
 		}
 	}
-	bridge, ok := -1, false
-	if fp, err := messages.ParseFingerprint(req.Fingerprint); err == nil {
-		bridge, ok = b.bridges.Lookup(fp)
+	answer, outcome := b.clientRendezvous(ctx, ev, req)
+	if outcome != event.ClientMatched {
+		return b.fixed.clientError(outcome), nil
 	}
-	if !ok {
-		b.sink.ClientPollEnded(ev, event.ClientUnknownBridge)
-		return b.fixed.unknownBridge, nil
-	}
-	ans, err := b.match.Rendezvous(ctx, matcher.ClientOffer{SDP: req.Offer, NAT: matcherNAT(req.NAT), Bridge: bridge})
-	switch {
-	case err == nil:
-		b.sink.ClientPollEnded(ev, event.ClientMatched)
-		return messages.ClientPollResponse{Answer: ans.SDP}.Encode()
-	case errors.Is(err, matcher.ErrNoProxies):
-		b.sink.ClientPollEnded(ev, event.ClientDenied)
-		return b.fixed.noProxies, nil
-	default: // matcher.ErrTimedOut
-		b.sink.ClientPollEnded(ev, event.ClientTimeout)
-		return b.fixed.timedOut, nil
-	}
+	return messages.ClientPollResponse{Answer: answer}.Encode()
 }
