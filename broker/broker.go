@@ -354,7 +354,10 @@ func (b *Broker) Run(ctx context.Context) error {
 func (b *Broker) Shutdown() {
 	b.shutOnce.Do(func() {
 		b.cfg.Logger.Info("broker shutting down")
-		b.match.Close()
+		// Parked polls learn of the shutdown before the matcher wakes
+		// them, so that each answer closes its connection.
 		b.parks.close()
+		b.match.Close()
+		b.parks.wait()
 	})
 }

@@ -24,3 +24,19 @@ func (b *Broker) EndMetricsPeriod() error {
 // SetParkAfter sets how long a parkable poll waits in its handler before it
 // is parked (0: at once). Call it before serving.
 func (b *Broker) SetParkAfter(d time.Duration) { b.parkAfter = d }
+
+// Parked is the number of parked polls (not idle connections) the broker
+// holds now.
+func (b *Broker) Parked() int {
+	b.parks.mu.Lock()
+	defer b.parks.mu.Unlock()
+	n := 0
+	for pk := b.parks.head; pk != nil; pk = pk.next {
+		pk.mu.Lock()
+		if pk.ph == phasePoll {
+			n++
+		}
+		pk.mu.Unlock()
+	}
+	return n
+}

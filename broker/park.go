@@ -132,8 +132,9 @@ func (s *parkSet) remove(pk *parked) {
 	s.wg.Done()
 }
 
-// close refuses new entries, interrupts every registered one and waits
-// until all have finished.
+// close refuses new entries and interrupts every registered one, marking
+// it shut down (its response says "Connection: close"); wait waits until
+// all have finished.
 func (s *parkSet) close() {
 	s.mu.Lock()
 	s.closed = true
@@ -141,8 +142,9 @@ func (s *parkSet) close() {
 		pk.interrupt(true)
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
 }
+
+func (s *parkSet) wait() { s.wg.Wait() }
 
 // parkable reports whether r's poll may be parked: an HTTP/1.1 request
 // that keeps its connection, on a connection from one of b's listeners,

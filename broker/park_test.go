@@ -42,8 +42,27 @@ func (tb *testBroker) dial(t testing.TB) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A broken expectation must fail the test, not hang it.
+	if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// waitParked waits until the broker holds n parked polls: a poll is
+// reported started before its handler parks it, and a client matched in
+// between is answered by the handler instead (a legitimate path, but not
+// the one these tests are about).
+func (tb *testBroker) waitParked(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for tb.Parked() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d polls parked, want %d", tb.Parked(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func write(t testing.TB, c net.Conn, b []byte) {
@@ -144,6 +163,7 @@ func TestParkedKeepAlive(t *testing.T) {
 		sid := fmt.Sprint("keepalive", i)
 		res := async(func() response { return do("/proxy", proxyPoll(t, sid, messages.NATUnrestricted, 0, ptr(""))) })
 		tb.rec.waitStarted(t, 1)
+		tb.waitParked(t, 1)
 		client := async(func() response {
 			return other.doURL(t, tb.srv.URL+"/client", clientPoll(t, sd(t, "offer", sid), messages.NATUnrestricted, ""))
 		})
@@ -161,6 +181,7 @@ func TestParkedKeepAlive(t *testing.T) {
 		return do("/proxy", proxyPoll(t, "keepalive-last", messages.NATUnrestricted, 0, ptr("")))
 	})
 	tb.rec.waitStarted(t, 1)
+	tb.waitParked(t, 1)
 	tb.Shutdown() // "no match", and this connection closes: the transport dials again
 	if r, err := messages.DecodeProxyPollResponse((<-res).body); err != nil || r.Status != messages.StatusNoMatch {
 		t.Fatalf("last poll: %+v, %v", r, err)
@@ -210,6 +231,7 @@ func TestParkedPipelined(t *testing.T) {
 
 	write(t, c, poll)
 	tb.rec.waitStarted(t, 1)
+	tb.waitParked(t, 1)
 	write(t, c, get)
 	for _, want := range []string{nomatch, robots} {
 		if got := readRaw(t, br); !bytes.HasSuffix(got, []byte(want)) {
@@ -228,6 +250,7 @@ func TestParkedFlood(t *testing.T) {
 	c := tb.dial(t)
 	write(t, c, rawRequest("POST", "/proxy", proxyPoll(t, "flood", messages.NATUnrestricted, 0, ptr(""))))
 	tb.rec.waitStarted(t, 1)
+	tb.waitParked(t, 1)
 	write(t, c, bytes.Repeat([]byte("x"), 5000))
 	if o := <-tb.rec.endedCh; o != event.ProxyGone {
 		t.Errorf("outcome = %v, want gone", o)
@@ -248,6 +271,7 @@ func TestParkedShutdown(t *testing.T) {
 	idleR := bufio.NewReader(idle)
 	write(t, idle, rawRequest("POST", "/proxy", proxyPoll(t, "idle", messages.NATUnrestricted, 0, ptr(""))))
 	tb.rec.waitStarted(t, 1)
+	tb.waitParked(t, 1)
 	client := async(func() response {
 		return tb.post(t, "/client", clientPoll(t, sd(t, "offer", "x"), messages.NATUnrestricted, ""))
 	})
@@ -265,6 +289,7 @@ func TestParkedShutdown(t *testing.T) {
 		write(t, c, rawRequest("POST", "/proxy", proxyPoll(t, fmt.Sprint("waiting", i), messages.NATRestricted, 0, ptr(""))))
 	}
 	tb.rec.waitStarted(t, n)
+	tb.waitParked(t, n)
 	tb.Shutdown()
 	for _, br := range waiting {
 		m := readRaw(t, br)
