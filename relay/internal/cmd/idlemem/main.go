@@ -6,8 +6,8 @@
 // idling, and reports the relay's memory per connection: Go heap objects
 // plus goroutine stacks (runtime/metrics), and the process's RSS. Run it as
 //
-//	go run ./relay/internal/idlemem -n 10000
-//	go run ./relay/internal/idlemem -n 10000 -tls
+//	go run ./relay/internal/cmd/idlemem -n 10000
+//	go run ./relay/internal/cmd/idlemem -n 10000 -tls
 //
 // Results are recorded in docs/performance.md, section "Relay".
 package main
