@@ -31,16 +31,33 @@ func init() {
 	}
 }
 
-// testLogger logs to t (only shown for failing tests or -v).
+// testLogger logs to t (only shown for failing tests or -v). pion runs
+// state-change callbacks on goroutines of its own that may log after the
+// test has returned; testing panics on such a Log, so once the test's
+// cleanup has begun the writer drops lines instead.
 func testLogger(tb testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w := &tbWriter{tb: tb}
+	tb.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-type tbWriter struct{ tb testing.TB }
+type tbWriter struct {
+	tb   testing.TB
+	mu   sync.Mutex
+	done bool
+}
 
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.tb.Helper()
-	w.tb.Log(string(p))
+func (w *tbWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.tb.Helper()
+		w.tb.Log(string(p))
+	}
 	return len(p), nil
 }
 
