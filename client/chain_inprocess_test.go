@@ -275,6 +275,47 @@ func TestInProcessMultipathKill(t *testing.T) {
 	t.Logf("dead proxy noticed %v after the kill: %v", e.Time.Sub(killedAt).Round(time.Millisecond), e.Err)
 }
 
+// TestInProcessStalledProxy stalls the serving proxy (max=1) a third of
+// the way into the transfer: its DataChannel stays open and ICE stays
+// alive, but nothing passes. The reply watch must drop it with ErrNoReply
+// (well before the 20 s idle timeout) and the transfer must complete over
+// the next proxy.
+func TestInProcessStalledProxy(t *testing.T) {
+	relay := startTestRelay(t)
+	p1 := newTestProxy(t, "p1", relay)
+	p2 := newTestProxy(t, "p2", relay)
+	broker := startTestBroker(t, p1, p2)
+	events := make(chan client.Event, 256)
+	c := newLoopbackClient(t, broker.URL(), 1, events)
+
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	conn, err := c.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitEvent(t, events, client.EventProxyConnected)
+
+	var stalledAt time.Time
+	res := echoTransfer(t, conn, transferSize, transferSize/3, func() {
+		stalledAt = time.Now()
+		p1.Stall()
+	})
+	if res.sent != res.received {
+		t.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
+	}
+	e := waitEvent(t, events, client.EventProxyLost)
+	t.Logf("stalled proxy dropped %v after the stall (%v); longest stall of the stream %v",
+		e.Time.Sub(stalledAt).Round(time.Millisecond), e.Err, res.maxGap)
+	if !errors.Is(e.Err, client.ErrNoReply) {
+		t.Errorf("proxy lost for %v, want ErrNoReply", e.Err)
+	}
+	if p2.served.Load() != 1 {
+		t.Errorf("p2 served %d DataChannels, want 1", p2.served.Load())
+	}
+}
+
 func TestDialContextEnds(t *testing.T) {
 	relay := startTestRelay(t)
 	p1 := newTestProxy(t, "p1", relay)

@@ -19,6 +19,8 @@ const (
 	MaxMax          = 16
 	DefaultRetryMin = time.Second
 	DefaultRetryMax = 10 * time.Second // Snowflake's ReconnectTimeout
+
+	DefaultReplyTimeout = 2 * time.Second
 )
 
 // Config configures a Client. It has a field for every bridge-line option
@@ -109,6 +111,12 @@ type Config struct {
 	// keepalive) for this long; zero means 1 s.
 	DeadPeerTimeout time.Duration
 
+	// ReplyTimeout drops a proxy through which data went out and nothing
+	// came back for this long (or for twice KCP's retransmission timeout,
+	// if that is longer): a proxy that is alive to ICE but forwards
+	// nothing. Zero means 2 s.
+	ReplyTimeout time.Duration
+
 	// RetryMin and RetryMax bound the pause after a failed attempt,
 	// which doubles from RetryMin to RetryMax; zero means 1 s and 10 s.
 	RetryMin, RetryMax time.Duration
@@ -144,7 +152,10 @@ func (cfg *Config) check(hasRendezvous bool) error {
 	if cfg.RetryMax < cfg.RetryMin {
 		cfg.RetryMax = cfg.RetryMin
 	}
-	for _, d := range []time.Duration{cfg.RendezvousTimeout, cfg.GatherTimeout, cfg.DataChannelTimeout, cfg.IdleTimeout, cfg.DeadPeerTimeout} {
+	if cfg.ReplyTimeout == 0 {
+		cfg.ReplyTimeout = DefaultReplyTimeout
+	}
+	for _, d := range []time.Duration{cfg.RendezvousTimeout, cfg.GatherTimeout, cfg.DataChannelTimeout, cfg.IdleTimeout, cfg.DeadPeerTimeout, cfg.ReplyTimeout} {
 		if d < 0 {
 			return fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
 		}

@@ -40,9 +40,11 @@
 //     once (Snowflake keeps the others idle), so losing one costs only the
 //     retransmission of the packets it held, and each proxy is the others'
 //     warm spare. A lost proxy is replaced in the background.
-//   - Fast failover: a proxy is dropped as soon as its DataChannel closes or
-//     ICE hears nothing from it (data or keepalive) for DeadPeerTimeout (1 s);
-//     a replacement rendezvous starts at once. Snowflake waits up to 20 s of
+//   - Fast failover: a proxy is dropped as soon as its DataChannel closes,
+//     ICE hears nothing from it (data or keepalive) for DeadPeerTimeout (1 s),
+//     or packets the relay answers went out through it and nothing came back
+//     for ReplyTimeout (2 s, or twice KCP's retransmission timeout if longer;
+//     the reason is ErrNoReply); a replacement rendezvous starts at once. Snowflake waits up to 20 s of
 //     silence and then up to 10 s for its next collection tick.
 //   - Deadlines on ICE gathering (Snowflake waits forever), on the broker
 //     exchange and on the DataChannel open.

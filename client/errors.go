@@ -1,6 +1,10 @@
 package client
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/flurrypt/flurry/client/internal/multipath"
+)
 
 // Configuration errors, returned by New (wrapped with details).
 var (
@@ -25,4 +29,9 @@ var (
 	// ErrNoProxy: Dial's context ended before any proxy connected; the
 	// error also wraps the last failure, if any.
 	ErrNoProxy = errors.New("no proxy connected")
+	// ErrNoReply is the reason of an EventProxyLost for a proxy that was
+	// dropped because data went out through it and nothing came back
+	// for Config.ReplyTimeout (a proxy alive to WebRTC that forwards
+	// nothing).
+	ErrNoReply = multipath.ErrNoReply
 )

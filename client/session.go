@@ -66,9 +66,13 @@ func newSession(c *Client) (*session, error) {
 		c:         c,
 		id:        id,
 		log:       c.log.With("session", id.String()),
-		pconn:     multipath.New(id, relayAddr{}),
 		connected: make(chan struct{}),
 	}
+	s.pconn = multipath.New(id, relayAddr{}, multipath.ReplyWatch{
+		Timeout:      c.cfg.ReplyTimeout,
+		ExpectsReply: kcpExpectsReply,
+		Floor:        s.kcpRetransmitFloor,
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(1)
@@ -121,6 +125,19 @@ func (s *session) open(ctx context.Context) (*Conn, error) {
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
 	return &Conn{Stream: stream, s: s}, nil
+}
+
+// kcpRetransmitFloor is twice KCP's current retransmission timeout (zero
+// before KCP starts): the reply watch waits at least that long, so that a
+// slow path is not taken for a dead proxy.
+func (s *session) kcpRetransmitFloor() time.Duration {
+	s.mu.Lock()
+	kconn := s.kcp
+	s.mu.Unlock()
+	if kconn == nil {
+		return 0
+	}
+	return 2 * time.Duration(kconn.GetRTO()) * time.Millisecond
 }
 
 // close tears the session down and waits for its goroutines. Idempotent.
@@ -269,9 +286,15 @@ func (c *carrier) WritePacket(p []byte) error {
 
 func (c *carrier) Done() <-chan struct{} { return c.peer.Done() }
 
-func (c *carrier) Close() error {
+func (c *carrier) Close() error { return c.CloseWithReason(nil) }
+
+// CloseWithReason closes the carrier; the reason reported is the Peer's
+// own if it died by itself, else reason, else webrtcpeer.ErrClosed.
+func (c *carrier) CloseWithReason(reason error) error {
 	c.closeOnce.Do(func() {
-		reason := c.peer.Err()
+		if err := c.peer.Err(); err != nil {
+			reason = err
+		}
 		_ = c.peer.Close()
 		if reason == nil {
 			reason = webrtcpeer.ErrClosed

@@ -227,11 +227,12 @@ type testProxy struct {
 	mux    *ice.UDPMuxDefault
 	killed chan struct{}
 
-	mu     sync.Mutex
-	pcs    []*webrtc.PeerConnection
-	served atomic.Int64 // DataChannels opened
-	wg     sync.WaitGroup
-	once   sync.Once
+	mu      sync.Mutex
+	pcs     []*webrtc.PeerConnection
+	served  atomic.Int64 // DataChannels opened
+	stalled atomic.Bool  // see Stall
+	wg      sync.WaitGroup
+	once    sync.Once
 }
 
 func newTestProxy(tb testing.TB, name string, relay *testRelay) *testProxy {
@@ -278,7 +279,7 @@ func (p *testProxy) answer(ctx context.Context, offerJSON string) (string, error
 			go func() {
 				defer p.wg.Done()
 				defer raw.Close()
-				p.relay.serveCarrier(rawStream{raw}, p.killed)
+				p.relay.serveCarrier(rawStream{raw, &p.stalled}, p.killed)
 			}()
 		})
 	})
@@ -301,9 +302,28 @@ func (p *testProxy) answer(ctx context.Context, offerJSON string) (string, error
 	return messages.SessionDescription{Type: messages.SDPTypeAnswer, SDP: pc.LocalDescription().SDP}.Encode()
 }
 
-// rawStream gives a detached DataChannel the io.ReadWriter shape.
+// rawStream gives a detached DataChannel the io.ReadWriter shape; while
+// stalled is set it drops what passes both ways (the DataChannel stays
+// open and ICE stays alive).
 type rawStream struct {
 	datachannel.ReadWriteCloserDeadliner
+	stalled *atomic.Bool
+}
+
+func (s rawStream) Read(p []byte) (int, error) {
+	for {
+		n, err := s.ReadWriteCloserDeadliner.Read(p)
+		if err != nil || !s.stalled.Load() {
+			return n, err
+		}
+	}
+}
+
+func (s rawStream) Write(p []byte) (int, error) {
+	if s.stalled.Load() {
+		return len(p), nil
+	}
+	return s.ReadWriteCloserDeadliner.Write(p)
 }
 
 // CloseGracefully closes the proxy's peer connections: the client sees its
@@ -324,6 +344,10 @@ func (p *testProxy) Kill() {
 	p.udp.dead.Store(true)
 	p.once.Do(func() { close(p.killed) })
 }
+
+// Stall makes the proxy stop relaying while its DataChannels stay open and
+// ICE stays alive: a proxy whose path to the relay died.
+func (p *testProxy) Stall() { p.stalled.Store(true) }
 
 // Blackhole silences the proxy's UDP but keeps it answering offers: its
 // DataChannels never open.

@@ -25,4 +25,11 @@
 // Both queues hold at most QueueSize packets; a full queue drops the packet
 // and counts it (KCP retransmits), so neither KCP nor a carrier ever blocks
 // on the other.
+//
+// A carrier can stay open while nothing passes (a proxy alive to WebRTC
+// whose path to the relay died). The owner may give New a ReplyWatch that
+// says which packets the far end answers; the Conn then drops a carrier
+// (with ErrNoReply) when such a packet went out through it and no answer
+// came back in time: nothing on any carrier, or, under sustained traffic,
+// nothing on this one while the others receive.
 package multipath

@@ -24,6 +24,43 @@ const BufferSize = 1500
 // it matches net.ErrClosed.
 var ErrConnClosed = net.ErrClosed
 
+// ErrNoReply is the reason the reply watch gives when it drops a carrier:
+// packets that the far end answers went out through it and no answer came
+// back (see ReplyWatch).
+var ErrNoReply = errors.New("no reply to packets sent through this proxy")
+
+// starvedAfter is how many answered-kind packets a carrier may send
+// without receiving anything while the other carriers receive at least as
+// many, before the reply watch takes it for a black hole. The relay drains
+// one queue per client into all of its carriers, so a live carrier gets a
+// share of any sustained downstream traffic; at low traffic the count is
+// never reached and only the blackout rule applies.
+const starvedAfter = 16
+
+// ReplyWatch configures the Conn's dead-carrier detection. A carrier is
+// dropped with ErrNoReply when a packet that expects an answer went out
+// through it more than the timeout ago and, since then,
+//   - nothing at all was received on any carrier (a blackout: with one
+//     carrier, the proxy or its path to the relay is dead), or
+//   - it received nothing itself while it sent, and the other carriers
+//     received, at least starvedAfter packets (a black hole next to
+//     working proxies).
+//
+// The watch sees only packets, so the owner says which packets the far end
+// answers. The zero ReplyWatch disables it.
+type ReplyWatch struct {
+	// Timeout is how long an answer may take; zero disables the watch.
+	Timeout time.Duration
+	// ExpectsReply reports whether the far end answers packet p (for
+	// KCP: p carries data or a window probe, not only acknowledgements).
+	// It is called once per packet sent and must not keep p.
+	ExpectsReply func(p []byte) bool
+	// Floor, if not nil, is asked at each check; the timeout in force is
+	// the larger of Timeout and Floor(), so that a slow path is not taken
+	// for a dead one.
+	Floor func() time.Duration
+}
+
 // Carrier carries whole packets to and from the relay.
 type Carrier interface {
 	// ReadPacket reads the next packet into p (truncating it to len(p)).
@@ -57,7 +94,11 @@ type Conn struct {
 	readDeadline  *deadline.Deadline
 	closed        chan struct{}
 	closeOnce     sync.Once
-	wg            sync.WaitGroup // carrier goroutines
+	wg            sync.WaitGroup // carrier goroutines and the watch
+
+	watch    ReplyWatch
+	epoch    time.Time    // origin of the clock readings below
+	lastRecv atomic.Int64 // clock reading of the last packet received; 0: none
 
 	mu      sync.Mutex // guards members and changed
 	members map[*member]struct{}
@@ -73,11 +114,17 @@ type member struct {
 	killOnce   sync.Once
 	readerDone chan struct{}
 	removed    chan struct{} // closed once both goroutines have ended
+
+	// Written by the reply watch's hooks in the writer and reader.
+	unanswered atomic.Int64  // answered-kind packets sent since m last received
+	since      atomic.Int64  // clock reading when the first of them was sent; 0: none
+	recvMark   atomic.Uint64 // the Conn's received count at that time
 }
 
-// New returns a Conn with no carriers.
-func New(local, remote net.Addr) *Conn {
-	return &Conn{
+// New returns a Conn with no carriers, which drops carriers that stop
+// answering as w says.
+func New(local, remote net.Addr, w ReplyWatch) *Conn {
+	c := &Conn{
 		local:        local,
 		remote:       remote,
 		recv:         make(chan []byte, QueueSize),
@@ -86,8 +133,19 @@ func New(local, remote net.Addr) *Conn {
 		closed:       make(chan struct{}),
 		members:      make(map[*member]struct{}),
 		changed:      make(chan struct{}),
+		epoch:        time.Now(),
 	}
+	if w.Timeout > 0 && w.ExpectsReply != nil {
+		c.watch = w
+		c.wg.Add(1)
+		go c.watchReplies()
+	}
+	return c
 }
+
+// clock returns the time since c.epoch plus one, so that zero can mean
+// "none" even where time stands still (testing/synctest).
+func (c *Conn) clock() int64 { return int64(time.Since(c.epoch)) + 1 }
 
 func (c *Conn) getBuf() []byte {
 	if box, ok := c.bufs.Get().(*[]byte); ok {
@@ -163,10 +221,23 @@ func (c *Conn) notifyLocked() {
 	c.changed = make(chan struct{})
 }
 
+// reasonCloser is a Carrier that can be told why the Conn drops it.
+type reasonCloser interface {
+	// CloseWithReason is Close, with the reason the Conn dropped it.
+	CloseWithReason(reason error) error
+}
+
 // kill marks m dead and closes its carrier, once.
-func (m *member) kill() {
+func (m *member) kill() { m.killFor(nil) }
+
+// killFor is kill, telling a reasonCloser carrier why when reason is set.
+func (m *member) killFor(reason error) {
 	m.killOnce.Do(func() {
 		close(m.dead)
+		if rc, ok := m.car.(reasonCloser); ok && reason != nil {
+			_ = rc.CloseWithReason(reason)
+			return
+		}
 		_ = m.car.Close()
 	})
 }
@@ -184,6 +255,13 @@ func (c *Conn) reader(m *member) {
 			return
 		}
 		c.recvd.Add(1)
+		if c.watch.Timeout > 0 {
+			c.lastRecv.Store(c.clock())
+			if m.since.Load() != 0 {
+				m.since.Store(0)
+				m.unanswered.Store(0)
+			}
+		}
 		select {
 		case c.recv <- buf[:n]:
 		default:
@@ -216,14 +294,70 @@ func (c *Conn) writer(m *member) {
 		case <-carDone:
 			return
 		case p := <-c.send:
+			expects := c.watch.Timeout > 0 && c.watch.ExpectsReply(p)
 			err := m.car.WritePacket(p)
 			c.putBuf(p)
 			if err != nil {
 				return
 			}
 			c.sent.Add(1)
+			if expects {
+				c.sentExpectingReply(m)
+			}
 		}
 	}
+}
+
+// sentExpectingReply notes that m sent a packet the far end answers.
+func (c *Conn) sentExpectingReply(m *member) {
+	m.unanswered.Add(1)
+	if m.since.Load() == 0 {
+		m.recvMark.Store(c.recvd.Load())
+		m.since.Store(c.clock())
+	}
+}
+
+// watchReplies drops the carriers that ReplyWatch takes for dead, checking
+// four times per timeout, until the Conn is closed.
+func (c *Conn) watchReplies() {
+	defer c.wg.Done()
+	tick := time.NewTicker(max(c.watch.Timeout/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-tick.C:
+		}
+		timeout := c.watch.Timeout
+		if c.watch.Floor != nil {
+			timeout = max(timeout, c.watch.Floor())
+		}
+		c.mu.Lock()
+		var silent []*member
+		for m := range c.members {
+			if c.unansweredFor(m, timeout) {
+				silent = append(silent, m)
+			}
+		}
+		c.mu.Unlock()
+		for _, m := range silent {
+			m.killFor(ErrNoReply)
+		}
+	}
+}
+
+// unansweredFor reports whether m has waited for an answer longer than
+// timeout, by ReplyWatch's two rules.
+func (c *Conn) unansweredFor(m *member, timeout time.Duration) bool {
+	since := m.since.Load()
+	if since == 0 || c.clock()-since <= int64(timeout) {
+		return false
+	}
+	if c.lastRecv.Load() < since {
+		return true // blackout: nothing came back on any carrier
+	}
+	return m.unanswered.Load() >= starvedAfter && c.recvd.Load()-m.recvMark.Load() >= starvedAfter
 }
 
 // ReadFrom returns the next packet received on any carrier, truncated to

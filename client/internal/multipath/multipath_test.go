@@ -21,6 +21,7 @@ type pipeCarrier struct {
 	dead      chan struct{}
 	closeOnce sync.Once
 	closed    chan struct{}
+	reason    error // set by CloseWithReason before closed closes
 }
 
 func newPipeCarrier() *pipeCarrier {
@@ -46,8 +47,12 @@ func (p *pipeCarrier) WritePacket(b []byte) error {
 }
 
 func (p *pipeCarrier) Done() <-chan struct{} { return p.dead }
-func (p *pipeCarrier) Close() error {
-	p.closeOnce.Do(func() { close(p.closed) })
+func (p *pipeCarrier) Close() error          { return p.CloseWithReason(nil) }
+func (p *pipeCarrier) CloseWithReason(reason error) error {
+	p.closeOnce.Do(func() {
+		p.reason = reason
+		close(p.closed)
+	})
 	return nil
 }
 func (p *pipeCarrier) die() { close(p.dead) }
@@ -66,7 +71,7 @@ func recvOne(tb testing.TB, ch <-chan []byte) []byte {
 }
 
 func TestSendAndReceive(t *testing.T) {
-	c := New(nil, nil)
+	c := New(nil, nil, ReplyWatch{})
 	defer c.Close()
 	// Written before any carrier exists: waits in the queue.
 	if _, err := c.WriteTo([]byte("early"), nil); err != nil {
@@ -126,7 +131,7 @@ func TestSendAndReceive(t *testing.T) {
 }
 
 func TestQueuesDropWhenFull(t *testing.T) {
-	c := New(nil, nil)
+	c := New(nil, nil, ReplyWatch{})
 	defer c.Close()
 	for range QueueSize + 10 {
 		c.WriteTo([]byte("x"), nil)
@@ -137,7 +142,7 @@ func TestQueuesDropWhenFull(t *testing.T) {
 }
 
 func TestDeadlineAndClose(t *testing.T) {
-	c := New(nil, nil)
+	c := New(nil, nil, ReplyWatch{})
 	c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
 	if _, _, err := c.ReadFrom(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("ReadFrom after deadline = %v", err)
@@ -174,7 +179,7 @@ func TestDeadlineAndClose(t *testing.T) {
 // BenchmarkRoundTrip measures one packet out through a carrier and one
 // back in.
 func BenchmarkRoundTrip(b *testing.B) {
-	c := New(nil, nil)
+	c := New(nil, nil, ReplyWatch{})
 	defer c.Close()
 	car := newPipeCarrier()
 	if _, err := c.Add(car); err != nil {

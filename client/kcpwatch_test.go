@@ -1,0 +1,134 @@
+package client
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/xtaci/kcp-go/v5"
+)
+
+// kcpPair is two kcp-go state machines whose output is captured, so the
+// tests classify the bytes kcp-go really writes.
+type kcpPair struct {
+	a, b       *kcp.KCP
+	outA, outB [][]byte
+}
+
+func newKCPPair() *kcpPair {
+	p := &kcpPair{}
+	p.a = kcp.NewKCP(1, func(buf []byte, size int) { p.outA = append(p.outA, append([]byte(nil), buf[:size]...)) })
+	p.b = kcp.NewKCP(1, func(buf []byte, size int) { p.outB = append(p.outB, append([]byte(nil), buf[:size]...)) })
+	for _, k := range []*kcp.KCP{p.a, p.b} {
+		k.NoDelay(0, 0, 0, 1)
+		k.SetMtu(kcpMTU)
+		k.WndSize(kcpWindow, kcpWindow)
+	}
+	return p
+}
+
+func segment(cmd byte, data string) []byte {
+	h := make([]byte, kcpHeaderLen, kcpHeaderLen+len(data))
+	binary.LittleEndian.PutUint32(h[0:], 1)
+	h[4] = cmd
+	binary.LittleEndian.PutUint32(h[20:], uint32(len(data)))
+	return append(h, data...)
+}
+
+func TestKCPExpectsReplyOnKCPOutput(t *testing.T) {
+	p := newKCPPair()
+	p.a.Send([]byte("hello relay"))
+	p.a.Update()
+	if len(p.outA) == 0 {
+		t.Fatal("kcp wrote nothing for data")
+	}
+	for _, pkt := range p.outA {
+		if !kcpExpectsReply(pkt) {
+			t.Errorf("data packet % x: expects no reply", pkt)
+		}
+		p.b.Input(pkt, kcp.IKCP_PACKET_REGULAR, false)
+	}
+	p.b.Update()
+	if len(p.outB) == 0 {
+		t.Fatal("kcp wrote no acknowledgement")
+	}
+	for _, pkt := range p.outB {
+		if kcpExpectsReply(pkt) {
+			t.Errorf("acknowledgement % x: expects a reply", pkt)
+		}
+	}
+	// An acknowledgement flushed together with data expects a reply. (A
+	// fresh pair: a KCP's first Update flushes at once.)
+	p = newKCPPair()
+	p.a.Send([]byte("more"))
+	p.a.Update()
+	for _, pkt := range p.outA {
+		p.b.Input(pkt, kcp.IKCP_PACKET_REGULAR, false)
+	}
+	p.b.Send([]byte("reply"))
+	p.b.Update()
+	if len(p.outB) != 1 {
+		t.Fatalf("kcp wrote %d packets for an acknowledgement and data, want 1", len(p.outB))
+	}
+	if pkt := p.outB[0]; pkt[4] != kcpCmdAck || !kcpExpectsReply(pkt) {
+		t.Errorf("acknowledgement and data % x: expects no reply", pkt)
+	}
+}
+
+func TestKCPExpectsReply(t *testing.T) {
+	cat := func(bs ...[]byte) []byte {
+		var out []byte
+		for _, b := range bs {
+			out = append(out, b...)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		p    []byte
+		want bool
+	}{
+		{"empty", nil, false},
+		{"short header", segment(kcpCmdPush, "")[:kcpHeaderLen-1], false},
+		{"push", segment(kcpCmdPush, "data"), true},
+		{"empty push", segment(kcpCmdPush, ""), true},
+		{"window probe", segment(kcpCmdWask, ""), true},
+		{"ack", segment(kcpCmdAck, ""), false},
+		{"window announcement", segment(kcpCmdWins, ""), false},
+		{"acks then push", cat(segment(kcpCmdAck, ""), segment(kcpCmdAck, ""), segment(kcpCmdPush, "d")), true},
+		{"ack then probe", cat(segment(kcpCmdAck, ""), segment(kcpCmdWask, "")), true},
+		{"unknown command", segment(99, ""), false},
+		{"unknown command before push", cat(segment(99, ""), segment(kcpCmdPush, "")), false},
+		{"length past the end", segment(kcpCmdAck, "abc")[:kcpHeaderLen+2], false},
+		{"ack then a truncated push header", cat(segment(kcpCmdAck, ""), segment(kcpCmdPush, "")[:10]), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := kcpExpectsReply(tt.p); got != tt.want {
+				t.Errorf("kcpExpectsReply = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzKCPExpectsReply: any bytes are classified without panicking, and a
+// packet answers true only if it holds a whole data or probe header.
+func FuzzKCPExpectsReply(f *testing.F) {
+	f.Add(segment(kcpCmdPush, "data"))
+	f.Add(append(segment(kcpCmdAck, ""), segment(kcpCmdWask, "")...))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if kcpExpectsReply(p) && len(p) < kcpHeaderLen {
+			t.Fatalf("short packet % x expects a reply", p)
+		}
+	})
+}
+
+func BenchmarkKCPExpectsReply(b *testing.B) {
+	pkt := append(segment(kcpCmdAck, ""), segment(kcpCmdPush, string(make([]byte, 1300)))...)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !kcpExpectsReply(pkt) {
+			b.Fatal("false")
+		}
+	}
+}
