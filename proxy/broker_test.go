@@ -35,8 +35,6 @@ type testBroker struct {
 	// onAnswer handles an answer and returns the status to send back;
 	// nil means "success".
 	onAnswer func(req messages.ProxyAnswerRequest) string
-	// emptyAnswerOK accepts answers without candidates (guarded by mu).
-	emptyAnswerOK bool
 
 	pollSeen chan recordedPoll // every poll, if the test listens
 }
@@ -87,10 +85,7 @@ func (b *testBroker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(out)
 	case "/answer":
 		req, err := messages.DecodeProxyAnswerRequest(body)
-		b.mu.Lock()
-		emptyOK := b.emptyAnswerOK
-		b.mu.Unlock()
-		if err != nil || (!emptyOK && !bytes.Contains(body, []byte("a=candidate"))) {
+		if err != nil || !bytes.Contains(body, []byte("a=candidate")) {
 			b.t.Errorf("broker: bad answer %q: %v", body, err)
 			w.WriteHeader(http.StatusBadRequest)
 			return

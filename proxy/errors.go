@@ -48,6 +48,10 @@ var (
 	ErrMessageTooLarge = errors.New("data channel message too large")
 	// ErrInactive: no byte moved in either direction for InactivityTimeout.
 	ErrInactive = errors.New("session inactive")
+	// ErrNoCandidates: ICE gathering found no candidate (every port of
+	// the ephemeral range taken, or no usable interface), so no answer is
+	// sent: the client's rendezvous times out and it tries another proxy.
+	ErrNoCandidates = errors.New("no ICE candidate gathered")
 	// ErrNATProbe: the NAT probe server could not be used.
 	ErrNATProbe = errors.New("nat probe failed")
 )

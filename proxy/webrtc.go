@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/pion/ice/v4"
@@ -93,6 +94,12 @@ func (p *Proxy) localDescription(ctx context.Context, pc *webrtc.PeerConnection,
 	local := pc.LocalDescription()
 	if local == nil {
 		return "", ErrPeerConnectionFailed
+	}
+	// Before stripping: an answer whose local candidates are stripped
+	// still works (the client learns the proxy's address from its checks),
+	// but one with no socket behind it never can.
+	if !strings.Contains(local.SDP, "a=candidate:") {
+		return "", ErrNoCandidates
 	}
 	if p.s.KeepLocalAddresses || p.s.LoopbackOnly {
 		return local.SDP, nil
