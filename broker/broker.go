@@ -16,6 +16,7 @@ import (
 	"github.com/flurrypt/flurry/broker/internal/ratelimit"
 	"github.com/flurrypt/flurry/broker/internal/stats"
 	"github.com/flurrypt/flurry/broker/internal/statuspage"
+	"github.com/flurrypt/flurry/broker/internal/strikes"
 	"github.com/flurrypt/flurry/common/relaypattern"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -41,6 +42,10 @@ type Broker struct {
 
 	proxyLimit  *ratelimit.Limiter
 	clientLimit *ratelimit.Limiter
+	// strikes keys every proxy poll by its address and, when penalise,
+	// counts the matches each address left unanswered.
+	strikes  *strikes.Table
+	penalise bool // Config.UnansweredPenalty > 0
 
 	reloadMu sync.Mutex              // serialises ReloadPollIntervals
 	pools    [2]atomic.Pointer[pool] // per-pool NextPoll state, replaced on reload
@@ -172,6 +177,12 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 	}
 	b.proxyLimit = ratelimit.New(ratelimit.Config{Rate: cfg.ProxyRate, Burst: cfg.ProxyBurst, MaxEntries: cfg.RateLimitEntries, Exempt: exempt})
 	b.clientLimit = ratelimit.New(ratelimit.Config{Rate: cfg.ClientRate, Burst: cfg.ClientBurst, MaxEntries: cfg.RateLimitEntries, Exempt: exempt})
+	// The table also gives proxies their keys when the penalty is off, so
+	// that unanswered matches are still counted in the statistics.
+	b.penalise = cfg.UnansweredPenalty > 0
+	if b.strikes, err = strikes.New(strikes.Config{Period: max(cfg.UnansweredPenalty, 0)}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 
 	if err := b.encodeFixed(); err != nil {
 		return nil, err
@@ -199,6 +210,7 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 		"allowed_relay_pattern", cfg.AllowedRelayPattern,
 		"proxy_hold", cfg.ProxyHold,
 		"client_timeout", cfg.ClientTimeout,
+		"unanswered_penalty", max(cfg.UnansweredPenalty, 0),
 		"poll_interval_restricted", pi.restricted,
 		"poll_interval_unrestricted", pi.unrestricted)
 	return b, nil

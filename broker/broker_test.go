@@ -636,7 +636,7 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := b.Config()
-	if c.ProxyHold != broker.DefaultProxyHold || c.ClientTimeout != broker.DefaultClientTimeout {
+	if c.ProxyHold != broker.DefaultProxyHold || c.ClientTimeout != broker.DefaultClientTimeout || c.UnansweredPenalty != broker.DefaultUnansweredPenalty {
 		t.Errorf("defaults not filled: %+v", c)
 	}
 }

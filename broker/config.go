@@ -42,6 +42,10 @@ const (
 	// started with defaults on one machine work together.
 	DefaultRelayURL = "ws://127.0.0.1:8000/"
 
+	// DefaultUnansweredPenalty is how long a match a proxy left unanswered
+	// counts against the proxy's address at most.
+	DefaultUnansweredPenalty = time.Hour
+
 	// DefaultMetricsInterval is the period of the metrics descriptor
 	// (Snowflake's 24 hours).
 	DefaultMetricsInterval = 24 * time.Hour
@@ -103,6 +107,17 @@ type Config struct {
 	// 65536.
 	RateLimitEntries int
 
+	// UnansweredPenalty is how long a proxy is matched after others for
+	// leaving a client unanswered: a proxy that took a client's offer and
+	// had sent no answer when the client's time (ClientTimeout) ran out gets
+	// a strike against its address (IPv4 address, IPv6 /64), and proxies
+	// with fewer strikes are matched first (three or more count as three).
+	// A strike counts for more than half of UnansweredPenalty and at most
+	// all of it. A client that leaves early strikes nobody. Zero means
+	// DefaultUnansweredPenalty; negative disables the penalty. Addresses
+	// are never stored, only keyed hashes (internal/strikes).
+	UnansweredPenalty time.Duration
+
 	// TrustedProxies are the reverse proxies and CDNs whose Forwarded and
 	// X-Forwarded-For headers are believed. Empty: the client address is
 	// always RemoteAddr.
@@ -159,6 +174,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MetricsInterval == 0 {
 		c.MetricsInterval = DefaultMetricsInterval
+	}
+	if c.UnansweredPenalty == 0 {
+		c.UnansweredPenalty = DefaultUnansweredPenalty
 	}
 	c.RateLimitExempt = append([]netip.Prefix(nil), c.RateLimitExempt...)
 	c.TrustedProxies = append([]netip.Prefix(nil), c.TrustedProxies...)

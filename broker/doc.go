@@ -59,6 +59,11 @@
 // Proxies wait in two pools by their NAT type; an unrestricted client takes a
 // restricted-or-unknown proxy first, a restricted or unknown client only an
 // unrestricted one; the least-loaded proxy (reported client count) goes first.
+// A proxy that took a client's offer and had not answered when the client's
+// ClientTimeout ran out gets a strike against its address (a keyed hash of
+// the IPv4 address or IPv6 /64, never the address, kept for up to
+// Config.UnansweredPenalty by broker/internal/strikes), and proxies with
+// fewer strikes go before the least-loaded ones.
 // A proxy is only matched with a client whose bridge's relay host its own
 // AcceptedRelayPattern accepts. The matcher (broker/internal/matcher) has no
 // goroutine of its own, and every hand-over is a channel close under its

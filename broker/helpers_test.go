@@ -21,22 +21,25 @@ func TestMain(m *testing.M) {
 }
 
 // recorder is an event sink that remembers what happened and signals every
-// poll that entered a pool on started.
+// poll that entered a pool on started, and every client request that ended
+// on clientEnded.
 type recorder struct {
-	started chan event.Proxy
-	endedCh chan event.ProxyOutcome
+	started     chan event.Proxy
+	endedCh     chan event.ProxyOutcome
+	clientEnded chan event.ClientOutcome
 
-	mu       sync.Mutex
-	ended    []event.ProxyOutcome
-	rejected []event.Proxy
-	clients  []event.ClientOutcome
-	answers  []event.AnswerOutcome
-	requests []event.Reason
-	addrs    []netip.Addr // of RequestRejected and ClientPollEnded
+	mu         sync.Mutex
+	ended      []event.ProxyOutcome
+	rejected   []event.Proxy
+	clients    []event.ClientOutcome
+	answers    []event.AnswerOutcome
+	unanswered []string // proxy types of ProxyUnanswered
+	requests   []event.Reason
+	addrs      []netip.Addr // of RequestRejected and ClientPollEnded
 }
 
 func newRecorder() *recorder {
-	return &recorder{started: make(chan event.Proxy, 4096), endedCh: make(chan event.ProxyOutcome, 4096)}
+	return &recorder{started: make(chan event.Proxy, 4096), endedCh: make(chan event.ProxyOutcome, 4096), clientEnded: make(chan event.ClientOutcome, 4096)}
 }
 
 func (r *recorder) ProxyPollStarted(p event.Proxy) {
@@ -67,12 +70,22 @@ func (r *recorder) ClientPollEnded(c event.Client, o event.ClientOutcome) {
 	defer r.mu.Unlock()
 	r.clients = append(r.clients, o)
 	r.addrs = append(r.addrs, c.Addr)
+	select {
+	case r.clientEnded <- o:
+	default:
+	}
 }
 
 func (r *recorder) ProxyAnswered(_ string, o event.AnswerOutcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.answers = append(r.answers, o)
+}
+
+func (r *recorder) ProxyUnanswered(proxyType string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unanswered = append(r.unanswered, proxyType)
 }
 
 func (r *recorder) RequestRejected(_ event.Endpoint, reason event.Reason, addr netip.Addr) {
@@ -170,6 +183,12 @@ type response struct {
 // do sends a request and reads the whole response.
 func (tb *testBroker) do(t testing.TB, method, path string, body []byte, header http.Header) response {
 	t.Helper()
+	return tb.doWith(t, tb.client, method, path, body, header)
+}
+
+// doWith is do through the HTTP client c.
+func (tb *testBroker) doWith(t testing.TB, c *http.Client, method, path string, body []byte, header http.Header) response {
+	t.Helper()
 	req, err := http.NewRequest(method, tb.srv.URL+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +196,7 @@ func (tb *testBroker) do(t testing.TB, method, path string, body []byte, header 
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := tb.client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -237,7 +237,10 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 		return false
 	}
 	nat := matcherNAT(req.NAT)
-	p := &matcher.Proxy{Sid: req.Sid, NAT: nat, Clients: req.Clients, Accepts: accepts, Type: req.Type}
+	p := &matcher.Proxy{Sid: req.Sid, NAT: nat, Clients: req.Clients, Accepts: accepts, Type: req.Type, Key: b.strikes.Key(addr)}
+	if b.penalise {
+		p.Strikes = b.strikes.Count(p.Key)
+	}
 	switch err := b.match.Enqueue(p); {
 	case err == nil:
 	case errors.Is(err, matcher.ErrDuplicateSid):
@@ -374,11 +377,29 @@ func (b *Broker) clientRendezvous(ctx context.Context, ev event.Client, req mess
 				outcome = event.ClientDenied
 			default: // matcher.ErrTimedOut
 				outcome = event.ClientTimeout
+				// Only when the broker's deadline passed: a client
+				// that leaves early must not strike its proxy.
+				if ans.ProxyKey != 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					b.unanswered(ans)
+				}
 			}
 		}
 	}
 	b.sink.ClientPollEnded(ev, outcome)
 	return answer, outcome
+}
+
+// unanswered records that the proxy ans describes took a client's offer
+// and did not answer in time: a strike against its address (unless the
+// penalty is off) and an event. The log line carries neither the address
+// nor the key.
+func (b *Broker) unanswered(ans matcher.Answer) {
+	b.sink.ProxyUnanswered(ans.ProxyType)
+	if !b.penalise {
+		return
+	}
+	n := b.strikes.Add(ans.ProxyKey)
+	b.cfg.Logger.Debug("proxy left a client unanswered: strike recorded", "proxy_type", ans.ProxyType, "strikes", n)
 }
 
 // writeLegacyClient answers a legacy (bare offer) client as Snowflake does:

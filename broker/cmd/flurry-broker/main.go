@@ -62,6 +62,7 @@ type options struct {
 	logLevel            string
 
 	proxyHold, clientTimeout time.Duration
+	unansweredPenalty        time.Duration
 	proxyRate, clientRate    float64
 	proxyBurst, clientBurst  int
 	rateLimitLoopback        bool
@@ -109,6 +110,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&o.proxyHold, "proxy-hold", broker.DefaultProxyHold, "how long a proxy's poll is held waiting for a client")
 	fs.DurationVar(&o.clientTimeout, "client-timeout", broker.DefaultClientTimeout, "budget of a whole client request, including waiting for the proxy's answer")
+	fs.DurationVar(&o.unansweredPenalty, "unanswered-penalty", broker.DefaultUnansweredPenalty, "how long a proxy that took a client's offer and sent no answer within -client-timeout is matched after other proxies (per address: IPv4 address, IPv6 /64; each such strike counts for between half of this and all of it); 0 disables")
 	fs.Float64Var(&o.proxyRate, "proxy-rate", broker.DefaultProxyRate, "POST /proxy requests per second allowed per client address (IPv6: per /64); negative disables the limit")
 	fs.IntVar(&o.proxyBurst, "proxy-burst", broker.DefaultProxyBurst, "POST /proxy burst per client address")
 	fs.Float64Var(&o.clientRate, "client-rate", broker.DefaultClientRate, "POST /client requests per second allowed per client address; negative disables the limit")
@@ -193,6 +195,15 @@ func parsePrefixes(flagName, s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// penaltyConfig maps -unanswered-penalty to Config.UnansweredPenalty, where
+// zero means the default: 0 (or less) disables the penalty.
+func penaltyConfig(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 func newLogger(w io.Writer, level string, unsafeLogging bool) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
@@ -237,6 +248,7 @@ func run(o *options) error {
 		PollIntervalPath:    o.pollIntervalPath,
 		ProxyHold:           o.proxyHold,
 		ClientTimeout:       o.clientTimeout,
+		UnansweredPenalty:   penaltyConfig(o.unansweredPenalty),
 		ProxyRate:           o.proxyRate,
 		ProxyBurst:          o.proxyBurst,
 		ClientRate:          o.clientRate,

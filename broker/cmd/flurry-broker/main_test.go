@@ -160,6 +160,30 @@ func TestMetricsFlags(t *testing.T) {
 	}
 }
 
+func TestUnansweredPenaltyFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		want time.Duration // Config.UnansweredPenalty
+	}{
+		{nil, time.Hour},
+		{[]string{"-unanswered-penalty", "10m"}, 10 * time.Minute},
+		{[]string{"-unanswered-penalty", "0"}, -1},
+		{[]string{"-unanswered-penalty", "-1s"}, -1},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			o, err := parseFlags(fs, append([]string{"-disable-tls"}, tt.args...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := penaltyConfig(o.unansweredPenalty); got != tt.want {
+				t.Errorf("penalty = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestBadCertificateFiles: the certificate is loaded before the broker
 // listens, and a missing one is an error that names the flags.
 func TestBadCertificateFiles(t *testing.T) {

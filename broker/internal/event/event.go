@@ -34,6 +34,10 @@ type Sink interface {
 	// ProxyAnswered: an answer arrived. proxyType is "" when the client was
 	// gone (the broker no longer knows which proxy it was).
 	ProxyAnswered(proxyType string, o AnswerOutcome)
+	// ProxyUnanswered: a proxy took a client's offer and had sent no answer
+	// when the client's time budget ran out (the client's outcome is
+	// ClientTimeout); the broker holds it against the proxy's address.
+	ProxyUnanswered(proxyType string)
 	// RequestRejected: a request to endpoint e was refused (wrong method,
 	// too large, rate limited, malformed, duplicate Sid).
 	RequestRejected(e Endpoint, r Reason, addr netip.Addr)
@@ -204,6 +208,7 @@ func (Nop) ProxyPollEnded(Proxy, ProxyOutcome)           {}
 func (Nop) ProxyPollRejected(Proxy)                      {}
 func (Nop) ClientPollEnded(Client, ClientOutcome)        {}
 func (Nop) ProxyAnswered(string, AnswerOutcome)          {}
+func (Nop) ProxyUnanswered(string)                       {}
 func (Nop) RequestRejected(Endpoint, Reason, netip.Addr) {}
 
 // Tee returns a Sink that passes every event to each of sinks in order.
@@ -238,6 +243,12 @@ func (t tee) ClientPollEnded(c Client, o ClientOutcome) {
 func (t tee) ProxyAnswered(proxyType string, o AnswerOutcome) {
 	for _, s := range t {
 		s.ProxyAnswered(proxyType, o)
+	}
+}
+
+func (t tee) ProxyUnanswered(proxyType string) {
+	for _, s := range t {
+		s.ProxyUnanswered(proxyType)
 	}
 }
 

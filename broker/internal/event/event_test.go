@@ -19,6 +19,7 @@ func (l log) ProxyPollEnded(Proxy, ProxyOutcome)           { l.add("ended") }
 func (l log) ProxyPollRejected(Proxy)                      { l.add("rejected") }
 func (l log) ClientPollEnded(Client, ClientOutcome)        { l.add("client") }
 func (l log) ProxyAnswered(string, AnswerOutcome)          { l.add("answered") }
+func (l log) ProxyUnanswered(string)                       { l.add("unanswered") }
 func (l log) RequestRejected(Endpoint, Reason, netip.Addr) { l.add("request") }
 
 func TestTee(t *testing.T) {
@@ -31,9 +32,10 @@ func TestTee(t *testing.T) {
 	s.ProxyPollRejected(Proxy{})
 	s.ClientPollEnded(Client{}, ClientMatched)
 	s.ProxyAnswered("", AnswerSuccess)
+	s.ProxyUnanswered("")
 	s.RequestRejected(EndpointProxy, ReasonMethod, netip.Addr{})
 	want := []string{"a:started", "b:started", "a:ended", "b:ended", "a:rejected", "b:rejected",
-		"a:client", "b:client", "a:answered", "b:answered", "a:request", "b:request"}
+		"a:client", "b:client", "a:answered", "b:answered", "a:unanswered", "b:unanswered", "a:request", "b:request"}
 	if !slices.Equal(got, want) {
 		t.Errorf("events = %v, want %v", got, want)
 	}

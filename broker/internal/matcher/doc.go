@@ -14,8 +14,8 @@
 //   - two pools of waiting proxies, chosen by the proxy's NAT type
 //     (unrestricted, and restricted-or-unknown), each split into classes by
 //     the set of bridges the proxy will relay to, each class a binary min-heap
-//     ordered by the proxy's reported client count (then by arrival, oldest
-//     first);
+//     ordered by the proxy's strikes, then its reported client count, then
+//     arrival (oldest first);
 //   - a map from session id (Sid) to the proxy's session, which holds a
 //     session from the moment its poll is enqueued until its answer is
 //     delivered, its client gives up, or its poll ends unmatched.
@@ -39,11 +39,23 @@
 //
 // # Choosing a proxy
 //
-// A client that reports an unrestricted NAT takes a proxy from the
-// restricted-or-unknown pool first and from the unrestricted pool only when
-// the first has none; a restricted or unknown client only ever takes an
-// unrestricted proxy. Within a pool the least-loaded proxy whose acceptance
-// mask includes the client's bridge wins. Finding it costs one comparison per
-// non-empty class, and the number of classes is bounded by the number of
-// distinct acceptance sets (at most 2^bridges - 1, usually one or two).
+// Among the proxies whose acceptance mask includes the client's bridge, a
+// pool's best is the one with the fewest strikes ([Proxy.Strikes]: matches
+// it recently left unanswered, counted by the caller; [MaxStrikes] or more
+// all count as MaxStrikes), then the fewest reported clients, then the one
+// waiting longest. A struck proxy is therefore chosen only when no proxy with
+// fewer strikes in its pool can serve the client.
+//
+// A client that reports an unrestricted NAT takes the best proxy of the
+// restricted-or-unknown pool, and the unrestricted pool's best only when the
+// first pool has none or its best has more strikes; a restricted or unknown
+// client only ever takes an unrestricted proxy. Finding a pool's best costs
+// one comparison per non-empty class, and the number of classes is bounded by
+// the number of distinct acceptance sets (at most 2^bridges - 1, usually one
+// or two).
+//
+// When a client's time runs out while its matched proxy holds the offer
+// without answering, [Matcher.Rendezvous] returns [ErrTimedOut] with that
+// proxy's Key ([Answer.ProxyKey]), which the caller can count as a strike
+// against it. The matcher itself keeps no memory of proxies between polls.
 package matcher

@@ -20,6 +20,11 @@ const (
 // MaxBridges is the number of bridges a [Proxy.Accepts] mask can describe.
 const MaxBridges = 64
 
+// MaxStrikes is the [Proxy.Strikes] count from which more strikes no longer
+// push a proxy further back: proxies with MaxStrikes or more are ordered
+// among themselves by client count and arrival, like clean ones.
+const MaxStrikes = 3
+
 // pool indexes.
 const (
 	poolRestricted   = 0 // proxies reporting restricted or unknown NAT
@@ -41,16 +46,19 @@ const (
 type Proxy struct {
 	Sid     string // session id chosen by the proxy (validated by the caller)
 	NAT     NAT    // the proxy's NAT type; decides the pool
-	Clients int    // the proxy's reported client count; fewer goes first
+	Strikes int    // matches the proxy recently left unanswered; fewer goes first (MaxStrikes or more count as MaxStrikes)
+	Clients int    // the proxy's reported client count; fewer goes first among equal Strikes
 	Accepts uint64 // bit i set = the proxy accepts bridge i's relay URL
 	Type    string // proxy type from a fixed set, reported back with the answer
+	Key     uint64 // the caller's opaque identity of the proxy, reported back in Answer.ProxyKey
 
 	// All fields below are guarded by Matcher.mu, except offer, which is
 	// written under mu before matched is closed and read by the poll's
 	// goroutine after it observes the close.
 	state   state
+	penalty uint8  // Strikes clamped to 0..MaxStrikes, set by Enqueue
 	index   int    // position in cls.heap while waiting
-	seq     uint64 // arrival order, breaks ties between equal Clients
+	seq     uint64 // arrival order, breaks ties between equal penalty and Clients
 	cls     *class
 	client  *client       // the client it was matched with
 	matched chan struct{} // closed when a client takes this proxy
@@ -73,10 +81,18 @@ type ClientOffer struct {
 	Bridge int    // index of the bridge the client asked for, 0..MaxBridges-1
 }
 
-// Answer is what a client receives: the proxy's answer and the proxy's type.
+// Answer is what a client receives: the proxy's answer, and the Type and
+// Key of the proxy that sent it.
+//
+// With [ErrTimedOut], ProxyType and ProxyKey describe the proxy that took
+// the client's offer and had not answered when the client's time ran out
+// (SDP is empty), so that the caller can hold it against the proxy. They are
+// zero if no proxy held the offer then (a proxy that left before receiving
+// the offer is not to blame), and with every other error.
 type Answer struct {
 	SDP       string
 	ProxyType string
+	ProxyKey  uint64
 }
 
 // client is a client waiting for one matched proxy. done is closed, under
@@ -203,6 +219,7 @@ func (m *Matcher) Enqueue(p *Proxy) error {
 		return ErrDuplicateSid
 	}
 	p.matched = make(chan struct{})
+	p.penalty = uint8(min(max(p.Strikes, 0), MaxStrikes))
 	p.seq = m.seq
 	m.seq++
 	p.state = stateWaiting
@@ -325,8 +342,9 @@ func (m *Matcher) poolFor(nat NAT) *pool {
 
 // Rendezvous finds a proxy for c, hands it c's offer and waits for the
 // proxy's answer until ctx ends. It returns [ErrNoProxies] when no waiting
-// proxy can serve c, [ErrTimedOut] when ctx ends first. If a matched proxy
-// disappears before receiving the offer, Rendezvous tries the next one.
+// proxy can serve c, [ErrTimedOut] when ctx ends first (with the silent
+// proxy's Type and Key, see [Answer]). If a matched proxy disappears before
+// receiving the offer, Rendezvous tries the next one.
 func (m *Matcher) Rendezvous(ctx context.Context, c ClientOffer) (Answer, error) {
 	if c.Bridge < 0 || c.Bridge >= MaxBridges {
 		return Answer{}, ErrBadBridge
@@ -345,13 +363,13 @@ func (m *Matcher) Rendezvous(ctx context.Context, c ClientOffer) (Answer, error)
 		case <-cw.done:
 		case <-ctx.Done():
 			if m.giveUp(p, cw) {
-				return Answer{}, ErrTimedOut
+				return Answer{ProxyType: p.Type, ProxyKey: p.Key}, ErrTimedOut
 			}
 			// The answer (or the proxy's departure) won the race; cw.done
 			// is closed.
 		}
 		if !cw.proxyGone {
-			return Answer{SDP: cw.answer, ProxyType: p.Type}, nil
+			return Answer{SDP: cw.answer, ProxyType: p.Type, ProxyKey: p.Key}, nil
 		}
 		if ctx.Err() != nil {
 			return Answer{}, ErrTimedOut
@@ -369,16 +387,26 @@ func (m *Matcher) match(c ClientOffer, cw *client) (*Proxy, func()) {
 		return nil, nil
 	}
 	bit := uint64(1) << uint(c.Bridge)
+	// An unrestricted client spends a restricted-or-unknown proxy first,
+	// unless that pool's best has more strikes than the unrestricted
+	// pool's: a proxy that is likely to leave the client waiting is worth
+	// less than keeping an unrestricted proxy for a restricted client.
 	var p *Proxy
+	pl := &m.pools[poolUnrestricted]
 	if c.NAT == NATUnrestricted {
-		p = m.pools[poolRestricted].popBest(bit)
+		if p = m.pools[poolRestricted].best(bit); p != nil {
+			pl = &m.pools[poolRestricted]
+		}
 	}
-	if p == nil {
-		p = m.pools[poolUnrestricted].popBest(bit)
+	if p == nil || p.penalty > 0 {
+		if u := m.pools[poolUnrestricted].best(bit); u != nil && (p == nil || u.penalty < p.penalty) {
+			p, pl = u, &m.pools[poolUnrestricted]
+		}
 	}
 	if p == nil {
 		return nil, nil
 	}
+	pl.remove(p)
 	p.state = stateMatched
 	p.client = cw
 	p.offer = Offer(c)

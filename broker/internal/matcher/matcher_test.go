@@ -221,7 +221,7 @@ func TestHeapOrderRandom(t *testing.T) {
 	m := New()
 	ps := make([]*Proxy, 500)
 	for i := range ps {
-		ps[i] = &Proxy{Sid: fmt.Sprint(i), NAT: NATRestricted, Clients: r.IntN(10) * 8, Accepts: uint64(1 + r.IntN(3))}
+		ps[i] = &Proxy{Sid: fmt.Sprint(i), NAT: NATRestricted, Strikes: r.IntN(5), Clients: r.IntN(10) * 8, Accepts: uint64(1 + r.IntN(3))}
 		if err := m.Enqueue(ps[i]); err != nil {
 			t.Fatal(err)
 		}

@@ -20,9 +20,12 @@ type class struct {
 	slot int // index in pool.classes, or -1 when empty and unlisted
 }
 
-// before reports whether a should be matched before b: fewer clients first,
-// then the earlier arrival.
+// before reports whether a should be matched before b: fewer strikes first
+// (capped at MaxStrikes), then fewer clients, then the earlier arrival.
 func before(a, b *Proxy) bool {
+	if a.penalty != b.penalty {
+		return a.penalty < b.penalty
+	}
 	if a.Clients != b.Clients {
 		return a.Clients < b.Clients
 	}
@@ -49,17 +52,14 @@ func (pl *pool) push(p *Proxy) {
 	pl.waiting++
 }
 
-// popBest removes and returns the best proxy among the classes whose mask
-// has bit, or nil.
-func (pl *pool) popBest(bit uint64) *Proxy {
+// best returns, without removing it, the best proxy among the classes whose
+// mask has bit, or nil.
+func (pl *pool) best(bit uint64) *Proxy {
 	var best *Proxy
 	for _, c := range pl.classes {
 		if c.mask&bit != 0 && (best == nil || before(c.heap[0], best)) {
 			best = c.heap[0]
 		}
-	}
-	if best != nil {
-		pl.remove(best)
 	}
 	return best
 }

@@ -12,8 +12,8 @@ const metricPrefix = "flurry_broker_"
 
 // descs are the Recorder's metric descriptions.
 type descs struct {
-	proxyPolls, relayPolls, relayRejections, answers, proxyIPs, untrackedIPs,
-	available, clientPolls, rateLimited, rejected, durations *prometheus.Desc
+	proxyPolls, relayPolls, relayRejections, answers, unanswered, proxyIPs,
+	untrackedIPs, available, clientPolls, rateLimited, rejected, durations *prometheus.Desc
 }
 
 func newDescs() descs {
@@ -34,6 +34,9 @@ func newDescs() descs {
 		answers: d("proxy_answers_total",
 			"Proxy answers by status (success: delivered, client_gone: no client waiting)"+rounded,
 			"type", "status"),
+		unanswered: d("proxy_unanswered_total",
+			"Client offers a proxy took and had not answered when the client's time ran out (each a strike against the proxy's address), by proxy type"+rounded,
+			"type"),
 		proxyIPs: d("proxy_ips_total",
 			"New (proxy address, type, NAT type) combinations per descriptor period, by country"+rounded,
 			"type", "nat", "cc"),
@@ -60,7 +63,7 @@ func newDescs() descs {
 // Describe implements prometheus.Collector.
 func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
 	d := &r.descs
-	for _, desc := range []*prometheus.Desc{d.proxyPolls, d.relayPolls, d.relayRejections, d.answers,
+	for _, desc := range []*prometheus.Desc{d.proxyPolls, d.relayPolls, d.relayRejections, d.answers, d.unanswered,
 		d.proxyIPs, d.untrackedIPs, d.available, d.clientPolls, d.rateLimited, d.rejected, d.durations} {
 		ch <- desc
 	}
@@ -84,6 +87,7 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 	c.relayPolls = r.relayPolls
 	c.relayRejections = r.relayRejections
 	c.answers = r.answers
+	c.unanswered = r.unanswered
 	c.available = r.available
 	c.untrackedIPs = r.untrackedIPs
 	c.rateLimited = r.rateLimited
@@ -116,6 +120,7 @@ type collected struct {
 	relayPolls      [numTypes][numNATs][2]uint64
 	relayRejections [numTypes][numNATs]uint64
 	answers         [numTypes][2]uint64
+	unanswered      [numTypes]uint64
 	available       [numTypes][numNATs]int
 	untrackedIPs    uint64
 	rateLimited     [numEndpoints]uint64
@@ -146,6 +151,7 @@ func (c *collected) emit(ch chan<- prometheus.Metric, d *descs) {
 		for i := range 2 {
 			counter(ch, d.answers, c.answers[t][i], ts, answerStatus[i])
 		}
+		counter(ch, d.unanswered, c.unanswered[t], ts)
 	}
 	counter(ch, d.untrackedIPs, c.untrackedIPs)
 	for _, p := range c.proxyIPs {

@@ -40,6 +40,7 @@ func FuzzLabels(f *testing.F) {
 		r.ProxyPollResult(s, s, len(s)%3 == 0)
 		r.ProxyRejectedRelayPattern(s, s, true)
 		r.ProxyAnswer(s, false)
+		r.ProxyUnanswered(s)
 		r.ClientPoll(a, s, s, s)
 		r.ClientPoll(a, s, MethodHTTP, StatusDenied)
 		r.AvailableProxies(s, s, 1)

@@ -28,6 +28,7 @@ func TestPrometheusRounding(t *testing.T) {
 				r.ProxyPoll(addr(t, fmt.Sprintf("129.97.208.%d", i)), "webext", messages.NATUnrestricted, true)
 				r.ProxyPollResult("webext", messages.NATUnrestricted, false)
 				r.ProxyAnswer("", false)
+				r.ProxyUnanswered("webext")
 				r.RateLimited(EndpointClient)
 				r.RequestRejected(EndpointProxy, ReasonTooLarge)
 			}
@@ -41,6 +42,7 @@ func TestPrometheusRounding(t *testing.T) {
 				{"flurry_broker_proxy_polls_total", []string{"nat", "unrestricted", "type", "webext", "status", "idle"}},
 				{"flurry_broker_proxy_relay_pattern_polls_total", []string{"nat", "unrestricted", "type", "webext", "relay_pattern", "present"}},
 				{"flurry_broker_proxy_answers_total", []string{"type", "unknown", "status", "client_gone"}},
+				{"flurry_broker_proxy_unanswered_total", []string{"type", "webext"}},
 				{"flurry_broker_rate_limited_requests_total", []string{"endpoint", "client"}},
 				{"flurry_broker_rejected_requests_total", []string{"endpoint", "proxy", "reason", "too_large"}},
 			}
@@ -215,6 +217,7 @@ func TestPrometheusCardinality(t *testing.T) {
 		r.ProxyPollResult(typ, nat, false)
 		r.ProxyRejectedRelayPattern(typ, nat, true)
 		r.ProxyAnswer(typ, true)
+		r.ProxyUnanswered(typ)
 		r.AvailableProxies(typ, nat, +1)
 		r.ClientPoll(ip, nat, method, status)
 		r.RateLimited(endpoint)

@@ -77,6 +77,7 @@ type Recorder struct {
 	relayPolls      [numTypes][numNATs][2]uint64 // [absent, present]
 	relayRejections [numTypes][numNATs]uint64
 	answers         [numTypes][2]uint64 // [success, client gone]
+	unanswered      [numTypes]uint64
 	proxyIPs        map[proxyIPKey]uint64
 	untrackedIPs    uint64
 	clientPolls     map[clientKey]uint64
@@ -245,6 +246,15 @@ func (r *Recorder) ProxyAnswer(proxyType string, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.answers[t][1-boolIndex(ok)]++
+}
+
+// ProxyUnanswered records a client offer that a proxy took and did not
+// answer before the client's time ran out.
+func (r *Recorder) ProxyUnanswered(proxyType string) {
+	t := typeIndex(proxyType)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unanswered[t]++
 }
 
 // ClientPoll records the end of a client's rendezvous: status is

@@ -15,6 +15,7 @@ import (
 //	ClientPollEnded    ClientPoll for matched, denied and timeout;
 //	                   RequestRejected(malformed or unknown_bridge) otherwise
 //	ProxyAnswered      ProxyAnswer
+//	ProxyUnanswered    ProxyUnanswered
 //	RequestRejected    RequestRejected (rate_limited goes to RateLimited)
 func (r *Recorder) Sink() event.Sink { return sink{r} }
 
@@ -67,6 +68,10 @@ func clientEndpoint(m event.Method) string {
 
 func (s sink) ProxyAnswered(proxyType string, o event.AnswerOutcome) {
 	s.r.ProxyAnswer(proxyType, o == event.AnswerSuccess)
+}
+
+func (s sink) ProxyUnanswered(proxyType string) {
+	s.r.ProxyUnanswered(proxyType)
 }
 
 func (s sink) RequestRejected(e event.Endpoint, why event.Reason, _ netip.Addr) {

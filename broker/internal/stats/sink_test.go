@@ -37,6 +37,8 @@ func TestSink(t *testing.T) {
 	s.ClientPollEnded(event.Client{NAT: messages.NATUnknown, Addr: ca, Method: event.MethodHTTP}, event.ClientUnknownBridge)
 	s.ProxyAnswered(messages.ProxyTypeWebExt, event.AnswerSuccess)
 	s.ProxyAnswered("", event.AnswerClientGone)
+	s.ProxyUnanswered(messages.ProxyTypeBadge)
+	s.ProxyUnanswered("<b>")
 	s.RequestRejected(event.EndpointProxy, event.ReasonRateLimited, ca)
 	s.RequestRejected(event.EndpointAnswer, event.ReasonTooLarge, netip.Addr{})
 
@@ -59,6 +61,8 @@ func TestSink(t *testing.T) {
 		{"flurry_broker_rate_limited_requests_total", []string{"endpoint", "proxy"}},
 		{"flurry_broker_proxy_answers_total", []string{"type", "webext", "status", "success"}},
 		{"flurry_broker_proxy_answers_total", []string{"type", "unknown", "status", "client_gone"}},
+		{"flurry_broker_proxy_unanswered_total", []string{"type", "badge"}},
+		{"flurry_broker_proxy_unanswered_total", []string{"type", "unknown"}},
 	} {
 		if v, ok := value(fams, c.name, c.labels...); v != 8 {
 			t.Errorf("%s%v = %v (found %v), want 8", c.name, c.labels, v, ok)
