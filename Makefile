@@ -30,7 +30,7 @@ build: ## Build every cmd/* binary into ./bin (-trimpath, reproducible)
 		$(GO) build -trimpath -ldflags=-buildid= -o $(BIN)/ $(CMDS) && ls $(BIN); \
 	else echo 'no commands yet'; fi
 
-test: fmt-check vet lint race bench-smoke ## gofmt check, go vet, staticcheck, go test -race, every benchmark once
+test: fmt-check vet lint race bench-smoke ## gofmt check, go vet, staticcheck, go test -race, every benchmark once, allocation tests
 
 fmt-check: ## Fail if any Go file is not gofmt-formatted
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
@@ -42,8 +42,8 @@ vet: ## go vet
 race: ## go test -race
 	$(GO) test -race -timeout 15m $(PKGS)
 
-bench-smoke: ## Run every benchmark once (-benchtime=1x) so none can rot
-	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout 10m $(PKGS)
+bench-smoke: ## Run every benchmark once (-benchtime=1x) so none can rot, and the allocation tests (without -race, which distorts them)
+	$(GO) test -run='Alloc' -bench=. -benchtime=1x -timeout 10m $(PKGS)
 
 bench: ## Benchmarks with -benchmem; compare runs with benchstat (see below)
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) $(PKGS)

@@ -81,7 +81,7 @@ type carrier struct {
 	first         [1]byte
 	pr            prefixedReader
 	id            turbotunnel.ClientID
-	idAddr        net.Addr // id boxed once, so that passing it allocates nothing
+	idAddr        net.Addr // id.Addr(), made once: passing it and its String allocate nothing
 	shard         *shard
 	writerStarted bool
 	stopWriter    chan struct{} // closed by the reader when it ends
@@ -156,7 +156,7 @@ func (c *carrier) handshake() bool {
 		return false
 	}
 	copy(c.id[:], c.hdr[turbotunnel.TokenLen:])
-	c.idAddr = c.id
+	c.idAddr = c.id.Addr()
 	return true
 }
 

@@ -43,6 +43,7 @@ func (c *testCarrier) kill() { c.raw.Close() }
 // testPacketConn is a net.PacketConn over the carriers of one ClientID.
 type testPacketConn struct {
 	id       turbotunnel.ClientID
+	addr     net.Addr // id.Addr(), made once: what ReadFrom returns
 	incoming chan []byte
 	closed   chan struct{}
 	once     sync.Once
@@ -54,7 +55,7 @@ type testPacketConn struct {
 }
 
 func newTestPacketConn(id turbotunnel.ClientID) *testPacketConn {
-	return &testPacketConn{id: id, incoming: make(chan []byte, 1024), closed: make(chan struct{})}
+	return &testPacketConn{id: id, addr: id.Addr(), incoming: make(chan []byte, 1024), closed: make(chan struct{})}
 }
 
 // dialCarrier opens a WebSocket to wsURL, sends the token and the ClientID,
@@ -113,7 +114,7 @@ func (p *testPacketConn) remove(c *testCarrier) {
 func (p *testPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	select {
 	case pkt := <-p.incoming:
-		return copy(b, pkt), p.id, nil
+		return copy(b, pkt), p.addr, nil
 	case <-p.closed:
 		return 0, nil, net.ErrClosed
 	}

@@ -600,64 +600,6 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-func TestAllocs(t *testing.T) {
-	payload := pseudorandom(1400)
-	var stream bytes.Buffer
-	mustWritePadding(t, &stream, 300)
-	mustWriteData(t, &stream, payload)
-	enc := stream.Bytes()
-	br := bytes.NewReader(enc)
-	bufr := bufio.NewReader(br)
-	var plain io.Reader = struct{ io.Reader }{br}
-	p := make([]byte, 2048)
-	bw := bufio.NewWriterSize(io.Discard, 4096)
-	tests := []struct {
-		name string
-		f    func()
-	}{
-		{"ReadData bytes.Reader", func() {
-			br.Reset(enc)
-			if _, err := ReadData(br, p); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"ReadData bufio.Reader", func() {
-			br.Reset(enc)
-			bufr.Reset(br)
-			if _, err := ReadData(bufr, p); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"ReadData plain", func() {
-			br.Reset(enc)
-			if _, err := ReadData(plain, p); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"WriteData bufio.Writer", func() {
-			if _, err := WriteData(bw, payload); err != nil {
-				t.Fatal(err)
-			}
-			if err := bw.Flush(); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"WritePadding bufio.Writer", func() {
-			if _, err := WritePadding(bw, 1000); err != nil {
-				t.Fatal(err)
-			}
-			if err := bw.Flush(); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	}
-	for _, tt := range tests {
-		if allocs := testing.AllocsPerRun(100, tt.f); allocs != 0 {
-			t.Errorf("%s: %v allocs per run, want 0", tt.name, allocs)
-		}
-	}
-}
-
 func BenchmarkReadData(b *testing.B) {
 	for _, size := range []int{150, 1400, 3000} {
 		var stream bytes.Buffer

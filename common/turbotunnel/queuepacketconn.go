@@ -63,7 +63,7 @@ type clientQueue struct {
 // Its ReadFrom returns the packets given to QueueIncoming, from every client;
 // its WriteTo queues a copy of each packet for the client it is addressed to,
 // to be taken from OutgoingQueue. Clients are identified by their net.Addr
-// (normally a ClientID).
+// (normally a ClientID.Addr, or a ClientID).
 //
 // Every queue holds at most QueueSize packets; a full queue drops the packet
 // and counts it in Stats. Packets longer than the MTU are truncated. A
@@ -398,7 +398,9 @@ func usableAddr(addr net.Addr) bool {
 	switch addr.(type) {
 	case nil:
 		return false
-	case ClientID:
+	case ClientID, clientAddr:
+		// The relay's addresses, checked without reflect (whose
+		// Comparable allocates for some types).
 		return true
 	}
 	return reflect.ValueOf(addr).Comparable()

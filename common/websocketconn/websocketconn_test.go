@@ -25,6 +25,12 @@ func TestMain(m *testing.M) {
 // server end (upgraded by up) and the client end. Both are closed at cleanup.
 func wsPair(tb testing.TB, up *websocket.Upgrader) (server, client *websocket.Conn) {
 	tb.Helper()
+	return wsPairDialer(tb, up, &websocket.Dialer{HandshakeTimeout: 10 * time.Second})
+}
+
+// wsPairDialer is wsPair with the client end dialled by d.
+func wsPairDialer(tb testing.TB, up *websocket.Upgrader, d *websocket.Dialer) (server, client *websocket.Conn) {
+	tb.Helper()
 	if up == nil {
 		up = &websocket.Upgrader{}
 	}
@@ -37,7 +43,6 @@ func wsPair(tb testing.TB, up *websocket.Upgrader) (server, client *websocket.Co
 		ch <- ws
 	}))
 	tb.Cleanup(srv.Close)
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	url := "ws" + strings.TrimPrefix(srv.URL, "http")
 	c, resp, err := d.DialContext(context.Background(), url, nil)
 	if err != nil {
