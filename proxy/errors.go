@@ -52,6 +52,11 @@ var (
 	// the ephemeral range taken, or no usable interface), so no answer is
 	// sent: the client's rendezvous times out and it tries another proxy.
 	ErrNoCandidates = errors.New("no ICE candidate gathered")
+	// ErrNoPublicCandidate: every candidate gathered had a local address
+	// (no STUN server and no public interface, or -outbound-address
+	// missing behind a 1:1 NAT), so no answer is sent: brokers refuse an
+	// answer without a candidate. Set -stun, or -outbound-address.
+	ErrNoPublicCandidate = errors.New("no public ICE candidate (behind a NAT, set -stun or -outbound-address)")
 	// ErrNATProbe: the NAT probe server could not be used.
 	ErrNATProbe = errors.New("nat probe failed")
 )

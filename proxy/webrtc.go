@@ -95,14 +95,17 @@ func (p *Proxy) localDescription(ctx context.Context, pc *webrtc.PeerConnection,
 	if local == nil {
 		return "", ErrPeerConnectionFailed
 	}
-	// Before stripping: an answer whose local candidates are stripped
-	// still works (the client learns the proxy's address from its checks),
-	// but one with no socket behind it never can.
 	if !strings.Contains(local.SDP, "a=candidate:") {
 		return "", ErrNoCandidates
 	}
 	if p.s.KeepLocalAddresses || p.s.LoopbackOnly {
 		return local.SDP, nil
 	}
-	return sdp.StripLocalCandidates(local.SDP), nil
+	answer := sdp.StripLocalCandidates(local.SDP)
+	// Brokers (Snowflake's and ours) refuse an answer without a
+	// candidate, so one whose candidates were all local is not sent.
+	if !strings.Contains(answer, "a=candidate:") {
+		return "", ErrNoPublicCandidate
+	}
+	return answer, nil
 }

@@ -139,7 +139,7 @@ func run() int {
 		}
 	}
 	if len(cfg.STUNURLs) == 0 && !*keepLocal && *outbound == "" {
-		log.Warn("no -stun server and no -outbound-address: answers will only carry public host candidates")
+		log.Warn("no -stun server and no -outbound-address: answers will only carry public host candidates; behind a NAT this proxy can serve no client (each match fails with \"no public ICE candidate\")")
 	}
 
 	p, err := proxy.New(cfg)
