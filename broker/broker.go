@@ -39,6 +39,9 @@ type Broker struct {
 	allowed *relaypattern.Pattern // nil: AllowedRelayPattern empty
 	match   *matcher.Matcher
 	addrs   *clientaddr.Resolver
+	// warnForwarding logs once that a local peer's forwarding headers
+	// were ignored (a reverse proxy missing from TrustedProxies).
+	warnForwarding sync.Once
 
 	proxyLimit  *ratelimit.Limiter
 	clientLimit *ratelimit.Limiter

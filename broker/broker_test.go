@@ -434,6 +434,32 @@ func TestTrustedProxies(t *testing.T) {
 	}
 }
 
+// TestIgnoredForwardingWarning: forwarding headers from an untrusted
+// loopback peer (a local reverse proxy missing from -trusted-proxies) are
+// ignored, and the broker says so once; from a trusted peer it says nothing.
+func TestIgnoredForwardingWarning(t *testing.T) {
+	xff := http.Header{"X-Forwarded-For": {"192.0.2.1"}}
+	const warning = "add its address to -trusted-proxies"
+	for _, trusted := range []bool{false, true} {
+		logs := &lockedBuffer{}
+		cfg := broker.Config{Logger: newTextLogger(logs)}
+		if trusted {
+			cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+		}
+		tb := newTestBroker(t, cfg)
+		for range 3 {
+			tb.do(t, "POST", "/proxy", nil, xff)
+		}
+		got := strings.Count(logs.String(), warning)
+		if want := map[bool]int{false: 1, true: 0}[trusted]; got != want {
+			t.Errorf("trusted=%v: warned %d times, want %d:\n%s", trusted, got, want, logs.String())
+		}
+		if strings.Contains(logs.String(), "192.0.2.1") {
+			t.Errorf("trusted=%v: the forwarded address reached the log", trusted)
+		}
+	}
+}
+
 func TestRelayPatternMatching(t *testing.T) {
 	tb := newTestBroker(t, broker.Config{BridgeListPath: snowflakeBridges(t), ProxyHold: longHold})
 	// The snowflake-only proxy is the least loaded, but cannot serve the

@@ -140,6 +140,13 @@ func (b *Broker) serveEndpoint(w http.ResponseWriter, r *http.Request, ep event.
 	h["Access-Control-Allow-Origin"] = b.cors[0]
 	h["Access-Control-Allow-Headers"] = b.cors[1]
 	addr := b.addrs.Addr(r)
+	if (addr.IsLoopback() || addr.IsPrivate()) && b.addrs.IgnoredForwarding(r) {
+		b.warnForwarding.Do(func() {
+			b.cfg.Logger.Warn("a request from a loopback or private peer carries Forwarded or X-Forwarded-For, which is ignored: " +
+				"if a reverse proxy runs there, add its address to -trusted-proxies, or every client behind it looks like the proxy " +
+				"(loopback is exempt from rate limits; all share one geoip country)")
+		})
+	}
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodOptions:

@@ -47,6 +47,18 @@ func (r *Resolver) Addr(req *http.Request) netip.Addr {
 	return addr
 }
 
+// IgnoredForwarding reports whether req carries a Forwarded or
+// X-Forwarded-For header that Addr did not believe because its peer is not
+// trusted. From a loopback or private peer that usually means a reverse
+// proxy missing from the trusted list.
+func (r *Resolver) IgnoredForwarding(req *http.Request) bool {
+	if len(req.Header["Forwarded"]) == 0 && len(req.Header["X-Forwarded-For"]) == 0 {
+		return false
+	}
+	addr := parseHostPort(req.RemoteAddr)
+	return addr.IsValid() && !r.isTrusted(addr)
+}
+
 func (r *Resolver) isTrusted(a netip.Addr) bool {
 	a = a.Unmap()
 	for _, p := range r.trusted {

@@ -65,3 +65,29 @@ func TestMaxHops(t *testing.T) {
 		t.Errorf("Addr = %s, want the last trusted hop within the bound", got)
 	}
 }
+
+func TestIgnoredForwarding(t *testing.T) {
+	r := New([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	tests := []struct {
+		name, remote, header string
+		want                 bool
+	}{
+		{"untrusted XFF", "127.0.0.1:1", "X-Forwarded-For", true},
+		{"untrusted Forwarded", "192.168.1.1:1", "Forwarded", true},
+		{"trusted peer", "10.0.0.1:1", "X-Forwarded-For", false},
+		{"no header", "127.0.0.1:1", "", false},
+		{"other header", "127.0.0.1:1", "X-Real-Ip", false},
+		{"bad remote", "nonsense", "X-Forwarded-For", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &http.Request{RemoteAddr: tt.remote, Header: http.Header{}}
+			if tt.header != "" {
+				req.Header.Add(tt.header, "198.51.100.7")
+			}
+			if got := r.IgnoredForwarding(req); got != tt.want {
+				t.Errorf("IgnoredForwarding = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
