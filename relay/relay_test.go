@@ -112,7 +112,7 @@ func TestSessionSurvivesCarrier(t *testing.T) {
 	first := pconn.dialCarrier(t, wsURL)
 	client := newTestClient(t, pconn)
 	var second *testCarrier
-	echoRoundTrip(t, client, testPayload(4<<20), func() {
+	echoRoundTrip(t, client, testPayload(10<<20), func() {
 		// The proxy dies mid-transfer; the client finds another one,
 		// which opens a new WebSocket with the same ClientID.
 		first.kill()
