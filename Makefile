@@ -51,7 +51,7 @@ bench: ## Benchmarks with -benchmem; compare runs with benchstat (see below)
 	@echo 'To compare two runs: make bench BENCHCOUNT=10 > old.txt; (change); make bench BENCHCOUNT=10 > new.txt;'
 	@echo '  go run golang.org/x/perf/cmd/benchstat@latest old.txt new.txt'
 
-loadtest: build ## A few minutes of flurry-loadgen against a real broker and relay on loopback (results in out/)
+loadtest: build ## A few minutes of flurry-loadgen against a real broker, relay and demo chain on loopback (results in out/)
 	BIN=$(BIN) scripts/loadtest.sh
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 10s)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A short load test (a few minutes) of a real broker and relay on loopback
-# with flurry-loadgen; results go to out/ as JSON, tables and SVG plots.
+# A short load test (a few minutes) of a real broker, a real relay and the
+# whole demo chain on loopback with flurry-loadgen; results go to out/ as
+# JSON, tables and SVG plots.
 # Run through `make loadtest`, which builds ./bin first. See
 # docs/performance.md for what the figures mean and the longer runs.
 set -euo pipefail
@@ -46,4 +47,20 @@ wait_port "$RELAY_ADDR"
 	-serve-target "$TARGET_ADDR" -throughput-carriers 4 -duration "$DURATION" \
 	-json "$OUT/relay.json" -svg "$OUT/relay.svg"
 kill "$relay"
+
+echo "== chain: throughput and time to first byte through client -> proxy -> relay -> target (flurry-demo -hold)"
+"$BIN/flurry-demo" -bin "$BIN" -hold -size 0 >"$OUT/demo.log" 2>&1 &
+demo=$!; pids+=("$demo")
+socks="" url=""
+for _ in $(seq 300); do # at most 30 s for the chain to come up
+	socks=$(sed -n 's/^ *SOCKS5 proxy *\([0-9.:]*\).*/\1/p' "$OUT/demo.log")
+	url=$(sed -n 's/^ *target URL *\(http:[^ ]*\).*/\1/p' "$OUT/demo.log")
+	[ -n "$socks" ] && [ -n "$url" ] && break
+	kill -0 "$demo" 2>/dev/null || { cat "$OUT/demo.log" >&2; exit 1; }
+	sleep 0.1
+done
+[ -n "$socks" ] || { echo "flurry-demo did not print its SOCKS address" >&2; cat "$OUT/demo.log" >&2; exit 1; }
+"$BIN/flurry-loadgen" chain -socks "$socks" -url "$url" -requests 5 -concurrency 1 -json "$OUT/chain.json"
+kill "$demo"
+wait "$demo" 2>/dev/null || true
 echo "results in $OUT/"
