@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -116,11 +117,19 @@ func TestRoleDependencyLimits(t *testing.T) {
 	}
 }
 
-// testOnly are modules that only tests may import.
-var testOnly = []string{"go.uber.org/goleak", "github.com/stretchr/testify", "go.uber.org/mock", "github.com/golang/mock"}
+// testHelpers are the project's packages made for tests only; they may
+// import testOnly modules, and only tests may import them.
+var testHelpers = []string{module + "/internal/browsertest", module + "/internal/sqstest"}
+
+// testOnly are modules and packages that only tests (and testHelpers) may
+// import.
+var testOnly = append([]string{"go.uber.org/goleak", "github.com/stretchr/testify", "go.uber.org/mock", "github.com/golang/mock", "github.com/chromedp/"}, testHelpers...)
 
 func TestNoTestLibrariesInProduct(t *testing.T) {
 	for _, p := range listPackages(t, module+"/...") {
+		if slices.Contains(testHelpers, p.ImportPath) {
+			continue
+		}
 		for _, dep := range p.Deps {
 			for _, prefix := range testOnly {
 				if strings.HasPrefix(dep, prefix) {

@@ -8,110 +8,27 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/flurrypt/flurry/broker/internal/stats"
+	"github.com/flurrypt/flurry/internal/browsertest"
 	"github.com/flurrypt/flurry/messages"
 )
-
-// chromiumPath is Debian's chromium, which CI installs.
-const chromiumPath = "/usr/bin/chromium"
 
 // screenshotEnv names the file TestBrowser saves a screenshot of a busy
 // page to (relative paths are relative to the module root), e.g.
 // FLURRY_SCREENSHOT=docs/status-page.png.
 const screenshotEnv = "FLURRY_SCREENSHOT"
 
-// newBrowser starts a headless chromium with a fresh profile and returns a
-// tab context, and a function returning every console API call, exception,
-// error-level log entry (CSP violations, failed loads) and dialog seen so
-// far.
-func newBrowser(t *testing.T) (context.Context, func() []string) {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("skipping the browser test: %s is not installed (apt-get install chromium): %v", chromiumPath, err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1100, 900),
-	)
-	t.Cleanup(acancel) // runs before TempDir's cleanup: chromium has exited
-	var mu sync.Mutex
-	var problems []string
-	listener := func(ev any) {
-		var p string
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			var args []string
-			for _, a := range ev.Args {
-				args = append(args, string(a.Value)+a.Description)
-			}
-			p = fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " "))
-		case *runtime.EventExceptionThrown:
-			p = "exception: " + ev.ExceptionDetails.Text
-			if ev.ExceptionDetails.Exception != nil {
-				p += " " + ev.ExceptionDetails.Exception.Description
-			}
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
-				p = fmt.Sprintf("log %s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
-			}
-		case *page.EventJavascriptDialogOpening:
-			p = "dialog: " + ev.Message
-		}
-		if p != "" {
-			mu.Lock()
-			problems = append(problems, p)
-			mu.Unlock()
-		}
-	}
-	tctx, tcancel := chromedp.NewContext(actx, chromedp.WithListener(listener))
-	t.Cleanup(tcancel)
-	// Start the browser now, so a failure to start is reported as such.
-	if err := chromedp.Do(tctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return tctx, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), problems...)
-	}
-}
-
-// run runs a over ctx and fails the test on error.
-func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return v
-}
-
 // TestBrowser loads the page in a real headless chromium: it must load with
 // no console output, exception or policy violation, show the counts the
 // test recorded, contain no injected markup, and have its stylesheet
 // applied (so the Content-Security-Policy allows it).
 func TestBrowser(t *testing.T) {
-	ctx, problems := newBrowser(t)
+	ctx, problems := browsertest.New(t)
 	p := newTestPage(t)
 	srv := httptest.NewServer(p) // 127.0.0.1
 	defer srv.Close()
@@ -135,33 +52,33 @@ func TestBrowser(t *testing.T) {
 		"#version":                              "1.2.3 (deadbeef*)",
 		"#uptime":                               "1d 2h 3m 4s",
 	} {
-		if got := strings.TrimSpace(run(t, ctx, sel, chromedp.Text(chromedp.CSS(sel)))); got != want {
+		if got := strings.TrimSpace(browsertest.Run(t, ctx, sel, chromedp.Text(chromedp.CSS(sel)))); got != want {
 			t.Errorf("%s shows %q, want %q", sel, got, want)
 		}
 	}
-	if n := run(t, ctx, "count injected elements", chromedp.Evaluate[int](
+	if n := browsertest.Run(t, ctx, "count injected elements", chromedp.Evaluate[int](
 		`document.querySelectorAll("script, img, iframe, object, embed, [onerror], [onload]").length`)); n != 0 {
 		t.Errorf("%d script, image or handler elements in the page", n)
 	}
-	bridges := run(t, ctx, "bridge cells", chromedp.Evaluate[[]string](
+	bridges := browsertest.Run(t, ctx, "bridge cells", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll("#bridges code")].map(e => e.textContent)`))
 	if want := testBridges(); len(bridges) != 4 || bridges[2] != want[1].Fingerprint || bridges[3] != want[1].URL {
 		t.Errorf("bridge cells %q: the markup should show as text", bridges)
 	}
-	types := run(t, ctx, "type rows", chromedp.Evaluate[[]string](
+	types := browsertest.Run(t, ctx, "type rows", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll("#available tbody th")].map(e => e.textContent)`))
 	if want := append(messages.KnownProxyTypes(), "unknown"); strings.Join(types, ",") != strings.Join(want, ",") {
 		t.Errorf("type rows %q, want %q", types, want)
 	}
-	rects := run(t, ctx, "count bars", chromedp.Evaluate[int](`document.querySelectorAll("#chart-hour rect, #chart-day rect").length`))
+	rects := browsertest.Run(t, ctx, "count bars", chromedp.Evaluate[int](`document.querySelectorAll("#chart-hour rect, #chart-day rect").length`))
 	if want := countRects(p.Snapshot()); rects != want || rects == 0 {
 		t.Errorf("%d bar segments drawn, want %d", rects, want)
 	}
-	if fill := run(t, ctx, "bar colour", chromedp.Evaluate[string](
+	if fill := browsertest.Run(t, ctx, "bar colour", chromedp.Evaluate[string](
 		`getComputedStyle(document.querySelector("rect.d")).fill`)); fill != "rgb(198, 40, 40)" {
 		t.Errorf("denied bars are filled %q: the stylesheet was not applied", fill)
 	}
-	if title := run(t, ctx, "title", chromedp.Title()); title != "Flurry broker status" {
+	if title := browsertest.Run(t, ctx, "title", chromedp.Title()); title != "Flurry broker status" {
 		t.Errorf("title %q", title)
 	}
 	for _, p := range problems() {
@@ -225,7 +142,7 @@ func saveScreenshot(t *testing.T, ctx context.Context, problems func() []string,
 	); err != nil {
 		t.Fatalf("load the busy page: %v", err)
 	}
-	png := run(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+	png := browsertest.Run(t, ctx, "screenshot", chromedp.FullScreenshot(100))
 	for _, p := range problems() {
 		t.Errorf("browser reported %s", p)
 	}
