@@ -31,6 +31,15 @@ No flag points at a public host. To serve Tor's Snowflake network:
     -nat-probe-server https://snowflake-broker.torproject.net:8443/probe
 `
 
+// utcTime is a slog ReplaceAttr that writes the record's time in UTC, as
+// Snowflake's proxy logs unless -log-local-time.
+func utcTime(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey && len(groups) == 0 && a.Value.Kind() == slog.KindTime {
+		a.Value = slog.TimeValue(a.Value.Time().UTC())
+	}
+	return a
+}
+
 func main() {
 	os.Exit(run())
 }
@@ -58,7 +67,16 @@ func run() int {
 		metricsPort    = fs.Int("metrics-port", 9999, "metrics listen `port`")
 		unsafeLogging  = fs.Bool("unsafe-logging", false, "do not scrub IP addresses from the log")
 		verbose        = fs.Bool("verbose", false, "log every session (debug level)")
+		logFile        = fs.String("log", "", "append the log to this `file` (created 0600) instead of standard error")
+		logLocalTime   = fs.Bool("log-local-time", false, "log times in the local time zone instead of UTC")
+		noSummary      = fs.Bool("disable-stats-logger", false, "no summary log lines (as -summary-interval 0)")
 		showVersion    = fs.Bool("version", false, "print the version and exit")
+		// Accepted so that Snowflake's command lines keep working; they
+		// change nothing here, and the proxy says so at start.
+		geoipDB           = fs.String("geoipdb", "", "accepted for compatibility with Snowflake and ignored: this proxy keeps no per-country metrics")
+		geoip6DB          = fs.String("geoip6db", "", "accepted for compatibility with Snowflake and ignored, as -geoipdb")
+		covertConfig      = fs.String("covertdtls-config", "", "accepted for compatibility with Snowflake; only \"disable\" is supported: DTLS uses pion's ClientHello")
+		covertFingerprint = fs.String("covertdtls-fingerprint", "", "accepted for compatibility with Snowflake and ignored, as -covertdtls-config")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-proxy -broker URL -relay URL [flags]\n\n")
@@ -89,11 +107,33 @@ func run() int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	out := os.Stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "flurry-proxy: -log:", err)
+			return 2
+		}
+		defer f.Close()
+		out = f
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if !*logLocalTime {
+		opts.ReplaceAttr = utcTime
+	}
+	var h slog.Handler = slog.NewTextHandler(out, opts)
 	if !*unsafeLogging {
 		h = safelog.NewHandler(h)
 	}
 	log := slog.New(h)
+	for name, v := range map[string]string{"geoipdb": *geoipDB, "geoip6db": *geoip6DB, "covertdtls-fingerprint": *covertFingerprint} {
+		if v != "" {
+			log.Info("flag ignored: accepted for compatibility with Snowflake only", "flag", "-"+name)
+		}
+	}
+	if c := *covertConfig; c != "" && !strings.EqualFold(c, "disable") {
+		log.Warn("covert DTLS is not supported: DTLS uses pion's ClientHello", "flag", "-covertdtls-config")
+	}
 
 	cfg := proxy.Config{
 		BrokerURL:           *broker,
@@ -117,7 +157,7 @@ func run() int {
 	if *natRetest == 0 {
 		cfg.NATRetestInterval = -1
 	}
-	if *summary == 0 {
+	if *summary == 0 || *noSummary {
 		cfg.SummaryInterval = -1
 	}
 	var err error

@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -59,4 +61,46 @@ func TestEphemeralPortsRangeWarning(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSnowflakeCompatibilityFlags: Snowflake's logging flags work, and its
+// flags for features this proxy lacks are accepted with a notice, so that
+// a Snowflake proxy's command line starts a Flurry proxy.
+func TestSnowflakeCompatibilityFlags(t *testing.T) {
+	base := []string{"-broker", "ftp://broker.invalid/", "-allowed-relay-hostname-pattern", "relay.invalid$",
+		"-stun", "stun:127.0.0.1:3478"}
+	t.Run("log file in UTC", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "proxy.log")
+		code, stderr := runWith(t, append(base, "-log", path, "-disable-stats-logger", "-geoipdb", "/usr/share/tor/geoip")...)
+		if code != 2 {
+			t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
+		}
+		log, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(log), "flag ignored") || !strings.Contains(string(log), "-geoipdb") {
+			t.Errorf("no notice for -geoipdb in the log file:\n%s", log)
+		}
+		if !regexp.MustCompile(`time=\S+Z `).Match(log) {
+			t.Errorf("log times are not UTC:\n%s", log)
+		}
+		if strings.Contains(stderr, "flag ignored") {
+			t.Errorf("the log went to stderr too:\n%s", stderr)
+		}
+	})
+	t.Run("covert DTLS", func(t *testing.T) {
+		for _, v := range []string{"disable", "DISABLE", "randomizemimic"} {
+			_, stderr := runWith(t, append(base, "-covertdtls-config", v)...)
+			if got, want := strings.Contains(stderr, "covert DTLS is not supported"), !strings.EqualFold(v, "disable"); got != want {
+				t.Errorf("-covertdtls-config %s: warned %v, want %v; stderr:\n%s", v, got, want, stderr)
+			}
+		}
+	})
+	t.Run("unwritable log file", func(t *testing.T) {
+		code, stderr := runWith(t, append(base, "-log", filepath.Join(t.TempDir(), "no", "such", "dir", "log"))...)
+		if code != 2 || !strings.Contains(stderr, "-log:") {
+			t.Errorf("exit code %d, stderr:\n%s", code, stderr)
+		}
+	})
 }
