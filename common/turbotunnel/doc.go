@@ -30,8 +30,13 @@
 //
 // # Client side: RedialPacketConn
 //
-// The client runs its KCP session over a [RedialPacketConn], a
-// net.PacketConn that dials a new carrier whenever the current one fails.
+// [RedialPacketConn] is the client side as Snowflake's client has it: a
+// net.PacketConn that dials a new carrier whenever the current one fails,
+// one carrier at a time. Flurry's own client has outgrown it: it runs KCP
+// over client/internal/multipath, which sends over every connected proxy at
+// once and drops silent ones. RedialPacketConn stays here, tested, for
+// embedders and tools that want Snowflake's one-at-a-time behaviour over
+// carriers of their own.
 //
 // # Buffers
 //
