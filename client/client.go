@@ -34,14 +34,16 @@ type options struct {
 }
 
 // WithRendezvous replaces the rendezvous method (the broker URL, fronts and
-// uTLS options are then unused).
+// uTLS options are then unused, and Config.SOCKS5Proxy applies only to
+// STUN and WebRTC).
 func WithRendezvous(r Rendezvous) Option {
 	return func(o *options) { o.rendezvous = r }
 }
 
 // WithHTTPTransport replaces the transport of the HTTP, AMP cache or SQS
 // rendezvous (for example to send broker requests through a proxy).
-// utls-imitate is then ignored.
+// utls-imitate is then ignored, and so is Config.SOCKS5Proxy for broker
+// requests: the transport is then the caller's to route.
 func WithHTTPTransport(rt http.RoundTripper) Option {
 	return func(o *options) { o.httpTransport = rt }
 }
@@ -89,7 +91,17 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	for _, s := range skipped {
 		logger.Warn("skipping ICE server: only stun: URLs are supported", "server", s)
 	}
-	dialer, err := webrtcpeer.NewDialer(webrtcpeer.Config{
+	var socks *socks5Setup
+	if cfg.SOCKS5Proxy != "" {
+		u, err := parseSOCKS5Proxy(cfg.SOCKS5Proxy)
+		if err != nil {
+			return nil, fmt.Errorf("%w: SOCKS5 proxy: %w", ErrInvalidConfig, err)
+		}
+		if socks, err = newSOCKS5(u, cfg); err != nil {
+			return nil, fmt.Errorf("%w: SOCKS5 proxy: %w", ErrInvalidConfig, err)
+		}
+	}
+	peerCfg := webrtcpeer.Config{
 		ICEServers:         urls,
 		LoopbackOnly:       cfg.LoopbackOnly,
 		KeepLocalAddresses: cfg.KeepLocalAddresses,
@@ -98,7 +110,18 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		IdleTimeout:        cfg.IdleTimeout,
 		DeadPeerTimeout:    cfg.DeadPeerTimeout,
 		Logger:             logger,
-	})
+	}
+	natProbe := o.natProbe
+	if socks != nil {
+		peerCfg.Net = socks.net
+		if natProbe.ListenPacket == nil {
+			natProbe.ListenPacket = socks.net.Associate
+		}
+		if natProbe.Resolve == nil {
+			natProbe.Resolve = socks.net.ResolveSTUN
+		}
+	}
+	dialer, err := webrtcpeer.NewDialer(peerCfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -107,10 +130,14 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	if rv == nil {
 		transport := o.httpTransport
 		if transport == nil {
-			transport, err = rendezvous.NewTransport(rendezvous.TransportConfig{
+			tc := rendezvous.TransportConfig{
 				UTLSImitate:   cfg.UTLSImitate,
 				UTLSRemoveSNI: cfg.UTLSRemoveSNI,
-			})
+			}
+			if socks != nil {
+				tc.DialContext = socks.dial
+			}
+			transport, err = rendezvous.NewTransport(tc)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 			}
@@ -149,7 +176,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		rendezvous: rv,
 		dialer:     dialer,
 		stunAddrs:  hostports,
-		natProbe:   o.natProbe,
+		natProbe:   natProbe,
 		sessions:   make(map[*session]struct{}),
 	}, nil
 }

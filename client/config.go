@@ -77,6 +77,15 @@ type Config struct {
 	// candidates (-keep-local-addresses).
 	KeepLocalAddresses bool
 
+	// SOCKS5Proxy sends all of the client's own traffic through a SOCKS5
+	// proxy, "socks5://[user:pass@]host:port" (tor's TOR_PT_PROXY, set by
+	// its Socks5Proxy option): broker HTTPS (plain, uTLS, fronted, AMP
+	// cache and SQS) through CONNECT, and STUN and WebRTC UDP through UDP
+	// ASSOCIATE, which the proxy must support. Names are resolved by the
+	// proxy (a STUN server's through a Binding Request sent to its name).
+	// Any other scheme is an error. Empty means no proxy.
+	SOCKS5Proxy string
+
 	// LoopbackOnly restricts WebRTC to loopback interfaces and addresses,
 	// with mDNS off and no STUN (tests and demonstrations on one host).
 	// ICEServers must then be empty.
@@ -142,6 +151,15 @@ func (cfg *Config) check(hasRendezvous bool) error {
 	}
 	if cfg.LoopbackOnly && len(cfg.ICEServers) > 0 {
 		return fmt.Errorf("%w: loopback-only peers take no ICE servers", ErrInvalidConfig)
+	}
+	if cfg.SOCKS5Proxy != "" {
+		u, err := parseSOCKS5Proxy(cfg.SOCKS5Proxy)
+		if err != nil {
+			return fmt.Errorf("%w: SOCKS5 proxy: %w", ErrInvalidConfig, err)
+		}
+		if cfg.LoopbackOnly && !isLoopbackHost(u.Hostname()) {
+			return fmt.Errorf("%w: loopback-only peers need a SOCKS5 proxy on a loopback address", ErrInvalidConfig)
+		}
 	}
 	if cfg.RetryMin <= 0 {
 		cfg.RetryMin = DefaultRetryMin

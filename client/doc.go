@@ -52,11 +52,22 @@
 //   - No globals, no log.Fatal: several Clients run in one process, errors
 //     are returned, logs go to Config.Logger and steps to Config.Events.
 //
+// # Behind a SOCKS5 proxy
+//
+// With Config.SOCKS5Proxy (tor's TOR_PT_PROXY) all of the client's own
+// traffic goes through a SOCKS5 proxy: broker requests (HTTPS, uTLS,
+// fronted, AMP cache, SQS) through CONNECT (golang.org/x/net/proxy), NAT
+// detection, STUN and WebRTC through UDP ASSOCIATE
+// (client/internal/socks5udp, handed to pion as its network by
+// client/internal/proxynet), so the proxy must support UDP. Names are
+// resolved by the proxy. CheckSOCKS5Proxy makes the test association a
+// pluggable transport makes before it reports PROXY DONE.
+//
 // # Not supported yet
 //
 // Covert DTLS (covertdtls-config other than "disable": New returns an error
-// matching ErrNotSupported) and a SOCKS5 proxy for the client's own traffic
-// (TOR_PT_PROXY).
+// matching ErrNotSupported), and upstream proxies other than SOCKS5 (HTTP
+// and SOCKS4 proxies cannot carry UDP).
 //
 // # SQS rendezvous
 //

@@ -21,6 +21,9 @@ var (
 
 // Runtime errors.
 var (
+	// ErrProxy: the SOCKS5 proxy (Config.SOCKS5Proxy) failed, for
+	// example it refused UDP ASSOCIATE (CheckSOCKS5Proxy).
+	ErrProxy = errors.New("SOCKS5 proxy failed")
 	// ErrClosed is returned by Dial after Close.
 	ErrClosed = errors.New("client closed")
 	// ErrBroker: the broker answered with an error instead of a proxy.

@@ -376,6 +376,7 @@ type testBroker struct {
 	next    int
 	polls   atomic.Int64
 	nats    []string // NAT type of each poll, guarded by mu
+	offers  []string // offer of each poll, guarded by mu
 }
 
 func startTestBroker(tb testing.TB, proxies ...*testProxy) *testBroker {
@@ -393,6 +394,13 @@ func (b *testBroker) NATs() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]string(nil), b.nats...)
+}
+
+// Offers returns the offers (session description JSON) the client sent.
+func (b *testBroker) Offers() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.offers...)
 }
 
 func (b *testBroker) URL() string { return b.srv.URL + "/" }
@@ -424,6 +432,7 @@ func (b *testBroker) handleClient(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		b.mu.Lock()
 		b.nats = append(b.nats, req.NAT)
+		b.offers = append(b.offers, req.Offer)
 		b.mu.Unlock()
 	}
 	var resp messages.ClientPollResponse

@@ -47,7 +47,7 @@ type flags struct {
 	maxProxies                                                        int
 	logFile                                                           string
 	logToStateDir, keepLocal, unsafeLogging, showVersion              bool
-	socks                                                             string
+	socks, socks5Proxy                                                string
 	loopbackOnly                                                      bool
 }
 
@@ -74,6 +74,16 @@ the SOCKS CONNECT request is NOT used, as with Snowflake.
 
   flurry-client -url https://broker.example/ -socks 127.0.0.1:1080
 
+Behind a firewall that only lets a SOCKS5 proxy out, all of the client's own
+traffic (broker HTTPS, STUN, WebRTC) can go through that proxy; it must
+support UDP ASSOCIATE. Under tor, set it in torrc, and tor passes it to the
+client (TOR_PT_PROXY; the client answers PROXY DONE once a test UDP ASSOCIATE
+worked, PROXY-ERROR otherwise):
+
+  Socks5Proxy 127.0.0.1:1080
+
+With -socks, use -socks5-proxy socks5://[user:pass@]host:port.
+
 No flag defaults to a public host: set -url (or url= in the bridge line).
 
 Flags:
@@ -97,6 +107,7 @@ Flags:
 	fs.BoolVar(&f.unsafeLogging, "unsafe-logging", false, "do not scrub IP addresses from logs")
 	fs.BoolVar(&f.showVersion, "version", false, "print the version and exit")
 	fs.StringVar(&f.socks, "socks", "", "run a plain SOCKS5 proxy on this address instead of a tor pluggable transport (e.g. 127.0.0.1:1080)")
+	fs.StringVar(&f.socks5Proxy, "socks5-proxy", "", "send all of the client's own traffic (broker, STUN, WebRTC) through this SOCKS5 proxy, socks5://[user:pass@]host:port; it must support UDP ASSOCIATE (under tor, torrc's Socks5Proxy takes precedence)")
 	fs.BoolVar(&f.loopbackOnly, "loopback-only", false, "use only loopback addresses for WebRTC, no STUN (tests and local demos)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -119,6 +130,7 @@ func (f *flags) baseConfig(logger *slog.Logger) (client.Config, error) {
 		SQSCredentials:     f.sqscreds,
 		KeepLocalAddresses: f.keepLocal,
 		LoopbackOnly:       f.loopbackOnly,
+		SOCKS5Proxy:        f.socks5Proxy,
 		Logger:             logger,
 	}
 	switch {
@@ -206,6 +218,15 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
+	if !managed && base.SOCKS5Proxy != "" {
+		// As under tor: check the proxy's UDP support before serving.
+		if err := checkProxy(ctx, base.SOCKS5Proxy); err != nil {
+			fmt.Fprintln(os.Stderr, "flurry-client:", err)
+			return 1
+		}
+		logger.Info("SOCKS5 proxy accepts UDP ASSOCIATE: all traffic goes through it")
+	}
+
 	srv := &server{base: base, log: logger, clients: make(map[string]*client.Client)}
 	if managed {
 		return srv.runManaged(ctx, stop)
@@ -266,10 +287,24 @@ func (s *server) runManaged(ctx context.Context, stop context.CancelFunc) int {
 	}
 	pt.ReportVersion("flurry-client", version.String())
 	if info.ProxyURL != nil {
-		// Snowflake sends its WebRTC and broker traffic through tor's
-		// SOCKS5 proxy; this client does not support that yet.
-		_ = pt.ProxyError("proxy is not supported by flurry-client")
-		return 1
+		// tor's upstream proxy (torrc Socks5Proxy and friends): as
+		// Snowflake, accept only SOCKS5, check that it relays UDP, and
+		// send everything through it.
+		if info.ProxyURL.Scheme != "socks5" {
+			_ = pt.ProxyError(fmt.Sprintf("proxy scheme %q is not supported: flurry-client needs a socks5 proxy with UDP ASSOCIATE (torrc Socks5Proxy)", safeScheme(info.ProxyURL.Scheme)))
+			return 1
+		}
+		proxyURL := info.ProxyURL.String()
+		if err := checkProxy(ctx, proxyURL); err != nil {
+			_ = pt.ProxyError(safelog.Scrub(err.Error()))
+			return 1
+		}
+		pt.ProxyDone()
+		if s.base.SOCKS5Proxy != "" && s.base.SOCKS5Proxy != proxyURL {
+			s.log.Info("tor's proxy (TOR_PT_PROXY) replaces -socks5-proxy")
+		}
+		s.base.SOCKS5Proxy = proxyURL
+		s.log.Info("all traffic goes through tor's SOCKS5 proxy")
 	}
 	if os.Getenv("TOR_PT_EXIT_ON_STDIN_CLOSE") == "1" {
 		go func() {
@@ -312,6 +347,27 @@ func (s *server) runManaged(ctx context.Context, stop context.CancelFunc) int {
 	s.shutdown()
 	stopEvents()
 	return 0
+}
+
+// proxyCheckTimeout bounds the UDP ASSOCIATE test at startup.
+const proxyCheckTimeout = 15 * time.Second
+
+// checkProxy checks that a SOCKS5 proxy accepts UDP ASSOCIATE.
+func checkProxy(ctx context.Context, proxyURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, proxyCheckTimeout)
+	defer cancel()
+	if err := client.CheckSOCKS5Proxy(ctx, proxyURL); err != nil {
+		return fmt.Errorf("SOCKS5 proxy unusable (it must support UDP ASSOCIATE): %w", err)
+	}
+	return nil
+}
+
+// safeScheme keeps a URL scheme printable and short for a message to tor.
+func safeScheme(s string) string {
+	if len(s) > 16 || strings.IndexFunc(s, func(r rune) bool { return r < '!' || r > '~' || r == '"' }) >= 0 {
+		return "?"
+	}
+	return s
 }
 
 // reportEvents passes the clients' events to report until ctx ends; the

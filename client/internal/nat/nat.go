@@ -35,6 +35,11 @@ type ProbeConfig struct {
 	// "udp4" ":0".
 	ListenPacket func(ctx context.Context) (net.PacketConn, error)
 
+	// Resolve returns the STUN server's address for its host:port; nil
+	// means the system resolver (IPv4). A client behind a SOCKS5 proxy
+	// resolves through the proxy instead.
+	Resolve func(ctx context.Context, hostport string) (*net.UDPAddr, error)
+
 	// RoundTripTimeout bounds each request; zero means
 	// DefaultRoundTripTimeout.
 	RoundTripTimeout time.Duration
@@ -54,19 +59,10 @@ func Probe(ctx context.Context, server string, cfg ProbeConfig) (string, error) 
 	if rtt <= 0 {
 		rtt = DefaultRoundTripTimeout
 	}
-	var resolver net.Resolver
-	addrs, err := resolver.LookupNetIP(ctx, "ip4", hostOf(server))
-	if err != nil {
-		return Unknown, fmt.Errorf("resolve STUN server: %w", err)
-	}
-	if len(addrs) == 0 {
-		return Unknown, fmt.Errorf("resolve STUN server: no IPv4 address")
-	}
-	port, err := portOf(server)
+	primary, err := resolveServer(ctx, server, cfg.Resolve)
 	if err != nil {
 		return Unknown, err
 	}
-	primary := &net.UDPAddr{IP: addrs[0].AsSlice(), Port: port}
 
 	conn, err := listen(ctx)
 	if err != nil {
@@ -106,6 +102,30 @@ func Probe(ctx context.Context, server string, cfg ProbeConfig) (string, error) 
 	return Restricted, nil
 }
 
+// resolveServer returns the address of the STUN server at server.
+func resolveServer(ctx context.Context, server string, resolve func(context.Context, string) (*net.UDPAddr, error)) (*net.UDPAddr, error) {
+	if resolve != nil {
+		addr, err := resolve(ctx, server)
+		if err != nil {
+			return nil, fmt.Errorf("resolve STUN server: %w", err)
+		}
+		return addr, nil
+	}
+	var resolver net.Resolver
+	addrs, err := resolver.LookupNetIP(ctx, "ip4", hostOf(server))
+	if err != nil {
+		return nil, fmt.Errorf("resolve STUN server: %w", err)
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("resolve STUN server: no IPv4 address")
+	}
+	port, err := portOf(server)
+	if err != nil {
+		return nil, err
+	}
+	return &net.UDPAddr{IP: addrs[0].AsSlice(), Port: port}, nil
+}
+
 // Detect probes the servers one after the other and returns the first
 // result; Unknown and the last error when every probe fails.
 func Detect(ctx context.Context, servers []string, cfg ProbeConfig) (string, error) {
@@ -137,6 +157,11 @@ func roundTrip(ctx context.Context, conn net.PacketConn, addr net.Addr, timeout 
 		return nil, err
 	}
 	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return nil, err
+	}
+	// Probe's AfterFunc may have set a past deadline that the line above
+	// replaced: the context has then ended already.
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	buf := make([]byte, maxSTUNMessage)

@@ -11,6 +11,10 @@ import (
 
 	"github.com/pion/stun/v4"
 	"go.uber.org/goleak"
+
+	"github.com/flurrypt/flurry/client/internal/proxynet"
+	"github.com/flurrypt/flurry/client/internal/socks5test"
+	"github.com/flurrypt/flurry/client/internal/socks5udp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -193,5 +197,39 @@ func TestPolicy(t *testing.T) {
 	fresh.Set(Unknown)
 	if got := fresh.ToSend(); got != Unrestricted {
 		t.Errorf("ToSend = %q after a failure with a real type, want unrestricted", got)
+	}
+}
+
+// TestProbeThroughSOCKS5 runs the mapping test through a SOCKS5 proxy, as
+// a client with a proxy does: the server name is resolved through the
+// proxy and both tests go through one UDP association, so the result is
+// the mapping behaviour of the proxy's relay socket.
+func TestProbeThroughSOCKS5(t *testing.T) {
+	proxy, err := socks5test.New(socks5test.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	socks, err := socks5udp.New(socks5udp.Config{ProxyAddr: proxy.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn, err := proxynet.New(proxynet.Config{SOCKS: socks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := startSTUN(t, honest)
+	_, port, _ := net.SplitHostPort(server)
+	got, err := Probe(context.Background(), net.JoinHostPort("localhost", port), ProbeConfig{
+		ListenPacket:     pn.Associate,
+		Resolve:          pn.ResolveSTUN,
+		RoundTripTimeout: time.Second,
+	})
+	if err != nil || got != Unrestricted {
+		t.Fatalf("Probe = %q, %v; want unrestricted", got, err)
+	}
+	// One association to resolve the name, one for tests I and II.
+	if st := proxy.Stats(); st.Associations != 2 || st.DatagramsOut < 3 || st.DatagramsIn < 3 {
+		t.Errorf("proxy stats %+v: the probe did not go through the proxy", st)
 	}
 }

@@ -28,5 +28,8 @@
 // ICE candidates: by default addresses that are not publicly routable are
 // left out of the offer (Snowflake's filter) and mDNS is off. With
 // Config.LoopbackOnly pion uses only loopback interfaces and addresses and
-// no STUN server, for tests and local demonstrations.
+// no STUN server, for tests and local demonstrations. With Config.Net (a
+// SOCKS5 proxy's network, package proxynet) every candidate is gathered
+// through that network, and the offer is stripped of local-address
+// candidates unless Config.KeepLocalAddresses.
 package webrtcpeer

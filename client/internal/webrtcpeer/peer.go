@@ -16,6 +16,7 @@ import (
 
 	"github.com/pion/datachannel"
 	"github.com/pion/ice/v4"
+	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/flurrypt/flurry/common/sdp"
@@ -73,6 +74,16 @@ type Config struct {
 	// means DefaultDeadPeerTimeout.
 	DeadPeerTimeout time.Duration
 
+	// Net replaces pion's network (SettingEngine.SetNet); nil means the
+	// host's. With package proxynet's Net every ICE socket, STUN included,
+	// goes through a SOCKS5 proxy. The addresses of such a Net are not
+	// this host's, so gathering uses them all (pion gathers no
+	// server-reflexive candidate on a filtered-out address), and unless
+	// KeepLocalAddresses the offer is stripped of local-address candidates
+	// afterwards instead; with LoopbackOnly only loopback addresses are
+	// used.
+	Net transport.Net
+
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -83,6 +94,7 @@ type Dialer struct {
 	iceServers []webrtc.ICEServer
 	cfg        Config
 	log        *slog.Logger
+	stripLocal bool // strip local-address candidates from offers
 }
 
 // NewDialer checks cfg and returns a Dialer.
@@ -123,11 +135,20 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
 	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
+	stripLocal := false
+	if cfg.Net != nil {
+		se.SetNet(cfg.Net)
+	}
 	switch {
 	case cfg.LoopbackOnly:
-		se.SetInterfaceFilter(isLoopbackInterface)
+		if cfg.Net == nil {
+			se.SetInterfaceFilter(isLoopbackInterface)
+		}
 		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
 		se.SetIncludeLoopbackCandidate(true)
+	case cfg.Net != nil:
+		se.SetIncludeLoopbackCandidate(true)
+		stripLocal = !cfg.KeepLocalAddresses
 	case !cfg.KeepLocalAddresses:
 		se.SetIPFilter(func(ip net.IP) bool {
 			addr, ok := netip.AddrFromSlice(ip)
@@ -141,6 +162,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		iceServers: servers,
 		cfg:        cfg,
 		log:        logger,
+		stripLocal: stripLocal,
 	}, nil
 }
 
@@ -231,8 +253,11 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		gatherTimer.Stop()
 		return nil, ctx.Err()
 	}
-	local := pc.LocalDescription()
-	offerJSON, err := messages.SessionDescription{Type: messages.SDPTypeOffer, SDP: local.SDP}.Encode()
+	offerSDP := pc.LocalDescription().SDP
+	if d.stripLocal {
+		offerSDP = sdp.StripLocalCandidates(offerSDP)
+	}
+	offerJSON, err := messages.SessionDescription{Type: messages.SDPTypeOffer, SDP: offerSDP}.Encode()
 	if err != nil {
 		return nil, fmt.Errorf("encode offer: %w", err)
 	}
