@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/pion/ice/v4"
-	"github.com/pion/stun/v4"
 	"github.com/pion/webrtc/v4"
 	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/common/sdp"
+	"github.com/flurrypt/flurry/internal/stuntest"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -309,43 +309,6 @@ func TestAnswerStripsLocalCandidates(t *testing.T) {
 	}
 }
 
-// fakeSTUN answers every STUN binding request on 127.0.0.1 with the
-// mapped address mapped (and the request's source port), as a STUN server
-// in front of a NAT would. It never sends anywhere but to the requester.
-func fakeSTUN(t testing.TB, mapped netip.Addr) string {
-	t.Helper()
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { conn.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := conn.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			if !from.Addr().Unmap().IsLoopback() {
-				continue
-			}
-			req := &stun.Message{Raw: append([]byte(nil), buf[:n]...)}
-			if req.Decode() != nil || req.Type != stun.BindingRequest {
-				continue
-			}
-			resp, err := stun.Build(stun.NewTransactionIDSetter(req.TransactionID), stun.BindingSuccess,
-				&stun.XORMappedAddress{IP: mapped.AsSlice(), Port: int(from.Port())}, stun.Fingerprint)
-			if err != nil {
-				continue
-			}
-			conn.WriteToUDPAddrPort(resp.Raw, from)
-		}
-	}()
-	return "stun:" + conn.LocalAddr().String()
-}
-
 // TestServerReflexiveCandidate: on the production path a proxy whose only
 // interface address is local (here 127.0.0.1, standing for a home
 // router's 192.168.x) still announces the server reflexive address its
@@ -354,7 +317,7 @@ func fakeSTUN(t testing.TB, mapped netip.Addr) string {
 func TestServerReflexiveCandidate(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	public := netip.MustParseAddr("203.0.113.9")
-	stunURL := fakeSTUN(t, public)
+	stunURL := stuntest.Start(t, public)
 	p := newTestProxy(t, func(c *Config) {
 		c.LoopbackOnly = false
 		c.STUNURLs = []string{stunURL}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -76,16 +75,18 @@ type Config struct {
 
 	// Net replaces pion's network (SettingEngine.SetNet); nil means the
 	// host's. With package proxynet's Net every ICE socket, STUN included,
-	// goes through a SOCKS5 proxy. The addresses of such a Net are not
-	// this host's, so gathering uses them all (pion gathers no
-	// server-reflexive candidate on a filtered-out address), and unless
-	// KeepLocalAddresses the offer is stripped of local-address candidates
-	// afterwards instead; with LoopbackOnly only loopback addresses are
-	// used.
+	// goes through a SOCKS5 proxy. As with the host's network, gathering
+	// uses every address the Net has and, unless KeepLocalAddresses, the
+	// offer is stripped of local-address candidates afterwards; with
+	// LoopbackOnly only loopback addresses are used.
 	Net transport.Net
 
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+
+	// configureSettingEngine, if set, is called last on the SettingEngine
+	// (tests: gather on loopback interfaces only).
+	configureSettingEngine func(*webrtc.SettingEngine)
 }
 
 // Dialer makes Peers. It is safe for concurrent use.
@@ -139,6 +140,11 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	if cfg.Net != nil {
 		se.SetNet(cfg.Net)
 	}
+	// No IP filter outside LoopbackOnly: pion gathers server-reflexive
+	// candidates only on the local addresses an IP filter keeps, so
+	// filtering out private addresses would leave a client behind a NAT
+	// (nearly every client) with no candidate at all. Local candidates are
+	// stripped from the offer instead.
 	switch {
 	case cfg.LoopbackOnly:
 		if cfg.Net == nil {
@@ -146,16 +152,17 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		}
 		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
 		se.SetIncludeLoopbackCandidate(true)
-	case cfg.Net != nil:
+	case cfg.KeepLocalAddresses:
 		se.SetIncludeLoopbackCandidate(true)
-		stripLocal = !cfg.KeepLocalAddresses
-	case !cfg.KeepLocalAddresses:
-		se.SetIPFilter(func(ip net.IP) bool {
-			addr, ok := netip.AddrFromSlice(ip)
-			return ok && !sdp.IsLocal(addr)
-		})
 	default:
-		se.SetIncludeLoopbackCandidate(true)
+		// A SOCKS5 proxy's relay address may be on loopback (tests, or
+		// tor's own proxy on this host); stripped afterwards like any
+		// local candidate.
+		se.SetIncludeLoopbackCandidate(cfg.Net != nil)
+		stripLocal = true
+	}
+	if cfg.configureSettingEngine != nil {
+		cfg.configureSettingEngine(&se)
 	}
 	return &Dialer{
 		api:        webrtc.NewAPI(webrtc.WithSettingEngine(se)),
