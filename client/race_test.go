@@ -1,5 +1,0 @@
-//go:build race
-
-package client_test
-
-const raceEnabled = true
