@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/client"
-	"github.com/flurrypt/flurry/client/internal/socks5test"
+	"github.com/flurrypt/flurry/internal/socks5test"
 	"github.com/flurrypt/flurry/messages"
 )
 

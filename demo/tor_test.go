@@ -20,6 +20,7 @@ import (
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/socks5test"
 )
 
 func skipWithoutTor(t *testing.T) {
@@ -38,10 +39,10 @@ type torChain struct {
 	clientTor *demo.Process
 }
 
-// startTorChain starts the chain; network are the torrc lines of a private
-// Tor network (none: a fake authority, so the client can reach the bridge
-// but not beyond).
-func startTorChain(t *testing.T, ctx context.Context, network ...string) *torChain {
+// startTorChain starts the chain; clientTorrc are extra lines for the
+// client's torrc, network the torrc lines of a private Tor network (none: a
+// fake authority, so the client can reach the bridge but not beyond).
+func startTorChain(t *testing.T, ctx context.Context, clientTorrc []string, network ...string) *torChain {
 	t.Helper()
 	bins := binaries(t)
 	dir := t.TempDir()
@@ -75,7 +76,20 @@ func startTorChain(t *testing.T, ctx context.Context, network ...string) *torCha
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("client torrc: %s", client.BridgeLine)
+	if len(clientTorrc) > 0 {
+		f, err := os.OpenFile(client.Torrc, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString(strings.Join(clientTorrc, "\n") + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("client torrc: %s %q", client.BridgeLine, clientTorrc)
 	clientTor, err := demo.StartProcess(ctx, demo.ProcessConfig{
 		Name: "client-tor", Path: demo.DefaultTorPath, LogPath: dir + "/client-tor.log",
 		Args:  []string{"-f", client.Torrc, "--defaults-torrc", os.DevNull},
@@ -129,7 +143,7 @@ func TestTorThroughFlurry(t *testing.T) {
 	skipWithoutTor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	chain := startTorChain(t, ctx)
+	chain := startTorChain(t, ctx, nil)
 	bridge := chain.bridge
 	chain.waitBootstrap(t, ctx, 15)
 
@@ -172,6 +186,33 @@ func TestTorThroughFlurry(t *testing.T) {
 	}
 }
 
+// TestTorSocks5ProxyThroughFlurry: a tor client with Socks5Proxy in its
+// torrc hands the proxy to flurry-client as TOR_PT_PROXY; flurry-client
+// must accept it (PROXY DONE, or tor would not use the transport) and send
+// its broker requests and its WebRTC through it, and the client's tor must
+// still complete its link handshake with the bridge. The proxy is a test
+// SOCKS5 server on loopback that counts what it relays.
+func TestTorSocks5ProxyThroughFlurry(t *testing.T) {
+	skipWithoutTor(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	socks, err := socks5test.New(socks5test.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer socks.Close()
+	chain := startTorChain(t, ctx, []string{"Socks5Proxy " + socks.Addr()})
+	chain.waitBootstrap(t, ctx, 15)
+	st := socks.Stats()
+	t.Logf("SOCKS5 proxy: %+v", st)
+	if st.Connects == 0 || st.Associations == 0 || st.DatagramsOut == 0 || st.DatagramsIn == 0 {
+		t.Errorf("the transport did not use tor's proxy for both broker and WebRTC traffic: %+v", st)
+	}
+	if st.Refused != 0 {
+		t.Errorf("the proxy refused %d requests or datagrams (something was not sent to loopback)", st.Refused)
+	}
+}
+
 // TestTorNetworkThroughFlurry goes all the way: a private Tor network on
 // loopback (one directory authority and three relays, TestingTorNetwork),
 // the Flurry bridge in it, and a tor client that bootstraps through
@@ -205,7 +246,7 @@ func TestTorNetworkThroughFlurry(t *testing.T) {
 		}
 	})
 	t.Logf("private Tor network has a consensus after %v", time.Since(t0).Round(time.Millisecond))
-	chain := startTorChain(t, ctx, network.Lines...)
+	chain := startTorChain(t, ctx, nil, network.Lines...)
 	chain.waitBootstrap(t, ctx, 100)
 	res, err := demo.FetchTarget(ctx, chain.client.SOCKSAddr, target, nil)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/client/internal/socks5test"
+	"github.com/flurrypt/flurry/internal/socks5test"
 	"github.com/flurrypt/flurry/messages"
 )
 

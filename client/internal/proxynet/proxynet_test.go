@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/client/internal/proxynet"
-	"github.com/flurrypt/flurry/client/internal/socks5test"
+	"github.com/flurrypt/flurry/internal/socks5test"
 	"github.com/flurrypt/flurry/client/internal/socks5udp"
 )
 
