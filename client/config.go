@@ -123,7 +123,9 @@ type Config struct {
 	// ReplyTimeout drops a proxy through which data went out and nothing
 	// came back for this long (or for twice KCP's retransmission timeout,
 	// if that is longer): a proxy that is alive to ICE but forwards
-	// nothing. Zero means 2 s.
+	// nothing. While the session only receives, a proxy that falls silent
+	// for half of it is sent one KCP window probe, which the relay
+	// answers, so that the rule applies to downloads too. Zero means 2 s.
 	ReplyTimeout time.Duration
 
 	// RetryMin and RetryMax bound the pause after a failed attempt,

@@ -1,6 +1,9 @@
 package client
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // KCP segment layout, as kcp-go writes it with no FEC and no encryption
 // (Snowflake's parameters): a packet is one or more segments, each a
@@ -37,4 +40,40 @@ func kcpExpectsReply(p []byte) bool {
 		p = p[kcpHeaderLen+int(n):]
 	}
 	return false
+}
+
+// kcpProber makes window probes for the reply watch: it remembers the
+// header fields of the session's latest outgoing packet, so that a probe
+// tells the relay nothing new. The relay's KCP answers a probe (WASK)
+// with its window (WINS) at its next flush.
+type kcpProber struct {
+	convUna atomic.Uint64 // conv<<32 | una of the latest outgoing packet; 0: none yet
+	wnd     atomic.Uint32 // its window
+}
+
+// expectsReply is kcpExpectsReply, recording p's header for probes.
+func (k *kcpProber) expectsReply(p []byte) bool {
+	if len(p) >= kcpHeaderLen {
+		conv := binary.LittleEndian.Uint32(p[0:4])
+		una := binary.LittleEndian.Uint32(p[16:20])
+		k.convUna.Store(uint64(conv)<<32 | uint64(una))
+		k.wnd.Store(uint32(binary.LittleEndian.Uint16(p[6:8])))
+	}
+	return kcpExpectsReply(p)
+}
+
+// probe returns a window probe for the session, or nil before its first
+// packet. The una and window are those the session last sent, so the relay
+// learns nothing from the probe but that it must answer.
+func (k *kcpProber) probe() []byte {
+	cu := k.convUna.Load()
+	if cu == 0 {
+		return nil
+	}
+	p := make([]byte, kcpHeaderLen)
+	binary.LittleEndian.PutUint32(p[0:4], uint32(cu>>32))
+	p[4] = kcpCmdWask
+	binary.LittleEndian.PutUint16(p[6:8], uint16(k.wnd.Load()))
+	binary.LittleEndian.PutUint32(p[16:20], uint32(cu))
+	return p
 }

@@ -132,3 +132,38 @@ func BenchmarkKCPExpectsReply(b *testing.B) {
 		}
 	}
 }
+
+// TestKCPProbeAnswered: a probe made from kcp-go's own outgoing packets is
+// accepted by the far end's kcp-go, which answers it with its window (WINS)
+// at its next flush.
+func TestKCPProbeAnswered(t *testing.T) {
+	var k kcpProber
+	if k.probe() != nil {
+		t.Fatal("a probe before the first packet")
+	}
+	p := newKCPPair()
+	p.a.Send([]byte("data"))
+	p.a.Update()
+	for _, pkt := range p.outA {
+		k.expectsReply(pkt)
+	}
+	probe := k.probe()
+	if !kcpExpectsReply(probe) {
+		t.Errorf("probe % x expects no reply", probe)
+	}
+	if ret := p.b.Input(probe, kcp.IKCP_PACKET_REGULAR, false); ret != 0 {
+		t.Fatalf("the far end refused the probe: Input = %d", ret)
+	}
+	p.b.Update()
+	wins := 0
+	for _, pkt := range p.outB {
+		for q := pkt; len(q) >= kcpHeaderLen; q = q[kcpHeaderLen+int(binary.LittleEndian.Uint32(q[20:24])):] {
+			if q[4] == kcpCmdWins {
+				wins++
+			}
+		}
+	}
+	if wins != 1 {
+		t.Errorf("the far end sent %d window announcements, want 1: % x", wins, p.outB)
+	}
+}

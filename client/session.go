@@ -68,10 +68,12 @@ func newSession(c *Client) (*session, error) {
 		log:       c.log.With("session", id.String()),
 		connected: make(chan struct{}),
 	}
+	prober := &kcpProber{}
 	s.pconn = multipath.New(id, relayAddr{}, multipath.ReplyWatch{
 		Timeout:      c.cfg.ReplyTimeout,
-		ExpectsReply: kcpExpectsReply,
+		ExpectsReply: prober.expectsReply,
 		Floor:        s.kcpRetransmitFloor,
+		Probe:        prober.probe,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -334,6 +336,9 @@ type Stats struct {
 	PacketsSent, PacketsReceived uint64
 	// SendDropped and ReceiveDropped count packets dropped on full queues.
 	SendDropped, ReceiveDropped uint64
+	// Probes counts the window probes sent through proxies that fell
+	// silent while the session was only receiving (see ReplyTimeout).
+	Probes uint64
 }
 
 // Stats returns the session's counters.
@@ -346,6 +351,7 @@ func (c *Conn) Stats() Stats {
 		PacketsReceived:  st.PacketsRecvd,
 		SendDropped:      st.SendDropped,
 		ReceiveDropped:   st.RecvDropped,
+		Probes:           st.Probes,
 	}
 }
 

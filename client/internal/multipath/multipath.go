@@ -48,6 +48,15 @@ const starvedAfter = 16
 //
 // The watch sees only packets, so the owner says which packets the far end
 // answers. The zero ReplyWatch disables it.
+//
+// While the owner only receives (a download: KCP then sends only
+// acknowledgements, which nothing answers) a carrier that dies is not
+// waiting for an answer, so neither rule applies. With Probe set, a carrier
+// that received at least probeAfter packets and then nothing for half the
+// timeout is sent one probe, which the far end answers: a dead carrier is
+// then dropped by the rules above, and a live one that merely fell quiet
+// costs one packet each way. An idle session, which receives only a
+// keepalive now and then, is probed about once per probeAfter of them.
 type ReplyWatch struct {
 	// Timeout is how long an answer may take; zero disables the watch.
 	Timeout time.Duration
@@ -59,7 +68,15 @@ type ReplyWatch struct {
 	// the larger of Timeout and Floor(), so that a slow path is not taken
 	// for a dead one.
 	Floor func() time.Duration
+	// Probe, if not nil, returns a new packet that the far end answers
+	// (for KCP: a window probe), or nil if it cannot make one yet. The
+	// Conn sends it through one carrier and does not keep it afterwards.
+	Probe func() []byte
 }
+
+// probeAfter is how many packets a carrier must have received since its
+// last probe before it is probed again on falling silent.
+const probeAfter = 16
 
 // Carrier carries whole packets to and from the relay.
 type Carrier interface {
@@ -81,6 +98,7 @@ type Stats struct {
 	Carriers     uint64 // carriers added
 	PacketsSent  uint64 // packets written to carriers
 	PacketsRecvd uint64 // packets read from carriers
+	Probes       uint64 // probes sent by the reply watch (also in PacketsSent)
 }
 
 // Conn is a net.PacketConn over a changing set of carriers. Its addresses
@@ -104,7 +122,7 @@ type Conn struct {
 	members map[*member]struct{}
 	changed chan struct{} // closed and replaced when members change
 
-	recvDropped, sendDropped, carriers, sent, recvd atomic.Uint64
+	recvDropped, sendDropped, carriers, sent, recvd, probes atomic.Uint64
 }
 
 // member is one carrier in the set.
@@ -119,6 +137,10 @@ type member struct {
 	unanswered atomic.Int64  // answered-kind packets sent since m last received
 	since      atomic.Int64  // clock reading when the first of them was sent; 0: none
 	recvMark   atomic.Uint64 // the Conn's received count at that time
+
+	lastRecv   atomic.Int64  // clock reading of m's last received packet; 0: none
+	sinceProbe atomic.Uint64 // packets m received since its last probe
+	probe      chan []byte   // a probe for the writer to send (capacity 1)
 }
 
 // New returns a Conn with no carriers, which drops carriers that stop
@@ -179,6 +201,7 @@ func (c *Conn) Add(car Carrier) (<-chan struct{}, error) {
 		dead:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 		removed:    make(chan struct{}),
+		probe:      make(chan []byte, 1),
 	}
 	c.mu.Lock()
 	select {
@@ -256,7 +279,10 @@ func (c *Conn) reader(m *member) {
 		}
 		c.recvd.Add(1)
 		if c.watch.Timeout > 0 {
-			c.lastRecv.Store(c.clock())
+			now := c.clock()
+			c.lastRecv.Store(now)
+			m.lastRecv.Store(now)
+			m.sinceProbe.Add(1)
 			if m.since.Load() != 0 {
 				m.since.Store(0)
 				m.unanswered.Store(0)
@@ -304,6 +330,13 @@ func (c *Conn) writer(m *member) {
 			if expects {
 				c.sentExpectingReply(m)
 			}
+		case p := <-m.probe: // not from the pool
+			if err := m.car.WritePacket(p); err != nil {
+				return
+			}
+			c.sent.Add(1)
+			c.probes.Add(1)
+			c.sentExpectingReply(m)
 		}
 	}
 }
@@ -338,12 +371,36 @@ func (c *Conn) watchReplies() {
 		for m := range c.members {
 			if c.unansweredFor(m, timeout) {
 				silent = append(silent, m)
+			} else if c.watch.Probe != nil && c.fellSilent(m, timeout) {
+				c.sendProbe(m)
 			}
 		}
 		c.mu.Unlock()
 		for _, m := range silent {
 			m.killFor(ErrNoReply)
 		}
+	}
+}
+
+// fellSilent reports whether m should be probed: it awaits no answer, it
+// received probeAfter packets since its last probe, and then nothing for
+// half of timeout.
+func (c *Conn) fellSilent(m *member, timeout time.Duration) bool {
+	last := m.lastRecv.Load()
+	return m.since.Load() == 0 && last != 0 && m.sinceProbe.Load() >= probeAfter &&
+		c.clock()-last > int64(timeout/2)
+}
+
+// sendProbe hands m's writer a probe, if the owner can make one.
+func (c *Conn) sendProbe(m *member) {
+	p := c.watch.Probe()
+	if p == nil {
+		return
+	}
+	select {
+	case m.probe <- p:
+		m.sinceProbe.Store(0)
+	default: // the last one is still waiting for the writer
 	}
 }
 
@@ -431,6 +488,7 @@ func (c *Conn) Stats() Stats {
 		Carriers:     c.carriers.Load(),
 		PacketsSent:  c.sent.Load(),
 		PacketsRecvd: c.recvd.Load(),
+		Probes:       c.probes.Load(),
 	}
 }
 

@@ -210,3 +210,79 @@ func TestReplyWatchFloor(t *testing.T) {
 		}
 	})
 }
+
+// TestReplyWatchProbesSilentCarrier: the owner only receives (it sends
+// bare acknowledgements), then the carrier falls silent. With Probe set a
+// dead carrier gets one probe and is dropped; a live one answers it and is
+// kept, and is not probed again while it stays quiet. Without Probe nothing
+// is sent and nothing is dropped.
+func TestReplyWatchProbesSilentCarrier(t *testing.T) {
+	tests := []struct {
+		name      string
+		probe     bool
+		answers   bool // the carrier answers the probe
+		wantDrop  bool
+		wantProbe uint64
+	}{
+		{"dead carrier, probe", true, false, true, 1},
+		{"live carrier, probe", true, true, false, 1},
+		{"dead carrier, no probe", false, false, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := testWatch
+				if tt.probe {
+					w.Probe = func() []byte { return []byte("p") }
+				}
+				c := New(nil, nil, w)
+				defer c.Close()
+				car := newPipeCarrier()
+				if _, err := c.Add(car); err != nil {
+					t.Fatal(err)
+				}
+				go func() { // the far end: answers probes if told to
+					for {
+						select {
+						case p := <-car.out:
+							if string(p) == "p" && tt.answers {
+								car.in <- []byte("w")
+							}
+						case <-car.closed:
+							return
+						}
+					}
+				}()
+				go func() {
+					buf := make([]byte, BufferSize)
+					for {
+						if _, _, err := c.ReadFrom(buf); err != nil {
+							return
+						}
+					}
+				}()
+				for range 2 * probeAfter { // a download, acknowledged
+					car.in <- []byte("d")
+					c.WriteTo([]byte("a"), nil)
+					time.Sleep(10 * time.Millisecond)
+				}
+				time.Sleep(testWatch.Timeout / 4) // quiet, not yet silent
+				synctest.Wait()
+				if st := c.Stats(); st.Probes != 0 {
+					t.Fatalf("probed after %v of quiet", testWatch.Timeout/4)
+				}
+				time.Sleep(5 * testWatch.Timeout)
+				synctest.Wait()
+				if got := isClosed(car); got != tt.wantDrop {
+					t.Errorf("dropped = %v, want %v (reason %v)", got, tt.wantDrop, car.reason)
+				}
+				if tt.wantDrop && !errors.Is(car.reason, ErrNoReply) {
+					t.Errorf("reason = %v, want ErrNoReply", car.reason)
+				}
+				if st := c.Stats(); st.Probes != tt.wantProbe {
+					t.Errorf("%d probes, want %d", st.Probes, tt.wantProbe)
+				}
+			})
+		})
+	}
+}
