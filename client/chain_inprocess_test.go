@@ -187,26 +187,46 @@ func TestInProcessEcho(t *testing.T) {
 	}
 }
 
-// TestInProcessFailover closes the serving proxy a third of the way into
-// the transfer (max=1): the session must move to the second proxy through
-// a new rendezvous, and the transfer must complete with every byte once,
-// in order.
-func TestInProcessFailover(t *testing.T) {
-	relay := startTestRelay(t)
-	p1 := newTestProxy(t, "p1", relay)
-	p2 := newTestProxy(t, "p2", relay)
-	broker := startTestBroker(t, p1, p2)
-	events := make(chan client.Event, 256)
-	c := newLoopbackClient(t, broker.URL(), 1, events)
+// inProcessChain is a dialed session over test proxies.
+type inProcessChain struct {
+	proxies []*testProxy
+	events  chan client.Event
+	conn    *client.Conn
+}
 
+// dialInProcess starts a test relay, nProxies test proxies and a test
+// broker, dials a loopback client with max proxies and waits until max
+// proxies are connected. The session is closed when the test ends.
+func dialInProcess(t *testing.T, nProxies, max int) *inProcessChain {
+	t.Helper()
+	relay := startTestRelay(t)
+	ch := &inProcessChain{events: make(chan client.Event, 256)}
+	for i := range nProxies {
+		ch.proxies = append(ch.proxies, newTestProxy(t, fmt.Sprintf("p%d", i+1), relay))
+	}
+	broker := startTestBroker(t, ch.proxies...)
+	c := newLoopbackClient(t, broker.URL(), max, ch.events)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	conn, err := c.Dial(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	waitEvent(t, events, client.EventProxyConnected)
+	t.Cleanup(func() { conn.Close() })
+	for range max {
+		waitEvent(t, ch.events, client.EventProxyConnected)
+	}
+	ch.conn = conn
+	return ch
+}
+
+// TestInProcessFailover closes the serving proxy a third of the way into
+// the transfer (max=1): the session must move to the second proxy through
+// a new rendezvous, and the transfer must complete with every byte once,
+// in order.
+func TestInProcessFailover(t *testing.T) {
+	ch := dialInProcess(t, 2, 1)
+	p1, p2, conn, events := ch.proxies[0], ch.proxies[1], ch.conn, ch.events
 
 	res := echoTransfer(t, conn, transferSize, transferSize/3, func() {
 		if p1.served.Load() != 1 || p2.served.Load() != 0 {
@@ -236,23 +256,8 @@ func TestInProcessFailover(t *testing.T) {
 // middle of the transfer. The transfer must complete intact; the longest
 // stall is logged.
 func TestInProcessMultipathKill(t *testing.T) {
-	relay := startTestRelay(t)
-	p1 := newTestProxy(t, "p1", relay)
-	p2 := newTestProxy(t, "p2", relay)
-	p3 := newTestProxy(t, "p3", relay)
-	broker := startTestBroker(t, p1, p2, p3)
-	events := make(chan client.Event, 256)
-	c := newLoopbackClient(t, broker.URL(), 2, events)
-
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	conn, err := c.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	waitEvent(t, events, client.EventProxyConnected)
-	waitEvent(t, events, client.EventProxyConnected)
+	ch := dialInProcess(t, 3, 2)
+	p1, conn, events := ch.proxies[0], ch.conn, ch.events
 
 	var killedAt time.Time
 	res := echoTransfer(t, conn, transferSize, transferSize/3, func() {
@@ -274,21 +279,8 @@ func TestInProcessMultipathKill(t *testing.T) {
 // (well before the 20 s idle timeout) and the transfer must complete over
 // the next proxy.
 func TestInProcessStalledProxy(t *testing.T) {
-	relay := startTestRelay(t)
-	p1 := newTestProxy(t, "p1", relay)
-	p2 := newTestProxy(t, "p2", relay)
-	broker := startTestBroker(t, p1, p2)
-	events := make(chan client.Event, 256)
-	c := newLoopbackClient(t, broker.URL(), 1, events)
-
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	conn, err := c.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	waitEvent(t, events, client.EventProxyConnected)
+	ch := dialInProcess(t, 2, 1)
+	p1, p2, conn, events := ch.proxies[0], ch.proxies[1], ch.conn, ch.events
 
 	var stalledAt time.Time
 	res := echoTransfer(t, conn, transferSize, transferSize/3, func() {
