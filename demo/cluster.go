@@ -55,6 +55,15 @@ type Config struct {
 	BridgeFingerprint string
 	// NoClient leaves the client out (for example when tor runs it).
 	NoClient bool
+	// BrokerHost is the IP address the broker listens on; empty means
+	// 127.0.0.1. A test whose client runs in a network namespace gives
+	// the address the client reaches the broker at.
+	BrokerHost string
+	// OpenWebRTC lets proxies and client gather WebRTC candidates on every
+	// interface (no -loopback-only), as in production. Only for tests
+	// whose client is confined to a network namespace that reaches test
+	// addresses alone, so that no check can leave the machine.
+	OpenWebRTC bool
 	// Extra arguments appended to each role's command line.
 	BrokerArgs, RelayArgs, ProxyArgs, ClientArgs []string
 	// StopTimeout is the grace period after SIGTERM; 0 means
@@ -147,6 +156,11 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	relayAddr, relayMetrics, brokerAddr, probeAddr, socksAddr := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4]
+	if c.cfg.BrokerHost != "" {
+		if brokerAddr, err = FreeAddrOn(c.cfg.BrokerHost); err != nil {
+			return fmt.Errorf("broker address: %w", err)
+		}
+	}
 	c.BrokerURL = "http://" + brokerAddr + "/"
 
 	if c.cfg.ExternalRelayURL != "" {
@@ -396,6 +410,8 @@ func WriteBridgeList(path, fingerprint, relayURL string) error {
 // keeps loopback candidates but still gathers on every interface).
 func (c *Cluster) loopbackArgs(ctx context.Context, bin string) []string {
 	switch {
+	case c.cfg.OpenWebRTC:
+		return nil
 	case c.hasFlag(ctx, bin, "loopback-only"):
 		return []string{"-loopback-only"}
 	case c.hasFlag(ctx, bin, "keep-local-addresses"):

@@ -13,8 +13,12 @@ import (
 // moment ago. Another program could take it before the caller does; on
 // loopback in a test run that is rare, and a process that cannot listen
 // fails its readiness probe with a clear error.
-func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func FreeAddr() (string, error) { return FreeAddrOn("127.0.0.1") }
+
+// FreeAddrOn returns a TCP address on host (an IP address of this
+// machine) that was free a moment ago.
+func FreeAddrOn(host string) (string, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return "", err
 	}

@@ -39,11 +39,24 @@ type torChain struct {
 	clientTor *demo.Process
 }
 
-// startTorChain starts the chain; clientTorrc are extra lines for the
-// client's torrc, network the torrc lines of a private Tor network (none: a
-// fake authority, so the client can reach the bridge but not beyond).
-func startTorChain(t *testing.T, ctx context.Context, clientTorrc []string, network ...string) *torChain {
+// torChainOptions vary startTorChain.
+type torChainOptions struct {
+	// clientTorrc are extra lines for the client's torrc.
+	clientTorrc []string
+	// network are the torrc lines of a private Tor network (none: a fake
+	// authority, so the client can reach the bridge but not beyond).
+	network []string
+	// netns, if set, confines the client's tor (and so flurry-client) to
+	// this network namespace, which reaches the broker and the proxies at
+	// its host address; they and flurry-client then gather WebRTC
+	// candidates on every interface, as in production.
+	netns *netns
+}
+
+// startTorChain starts the chain.
+func startTorChain(t *testing.T, ctx context.Context, opts torChainOptions) *torChain {
 	t.Helper()
+	network := opts.network
 	bins := binaries(t)
 	dir := t.TempDir()
 	bridge, err := demo.WriteTorBridge(dir, bins.Relay, network...)
@@ -65,17 +78,24 @@ func startTorChain(t *testing.T, ctx context.Context, clientTorrc []string, netw
 	}
 	t.Logf("bridge %s, flurry-relay at %s", fp, bridge.RelayURL)
 
-	c := startCluster(t, demo.Config{
+	cfg := demo.Config{
 		ExternalRelayURL:  bridge.RelayURL,
 		BridgeFingerprint: fp,
 		Proxies:           1,
 		NoClient:          true,
-	})
+	}
+	ptArgs := loopbackClientArgs(t, bins.Client)
+	if opts.netns != nil {
+		cfg.BrokerHost, cfg.OpenWebRTC = opts.netns.hostAddr, true
+		ptArgs = nil
+	}
+	c := startCluster(t, cfg)
 
-	client, err := demo.WriteTorClient(dir, bins.Client, c.BrokerURL, fp, loopbackClientArgs(t, bins.Client), network...)
+	client, err := demo.WriteTorClient(dir, bins.Client, c.BrokerURL, fp, ptArgs, network...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	clientTorrc := opts.clientTorrc
 	if len(clientTorrc) > 0 {
 		f, err := os.OpenFile(client.Torrc, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
@@ -90,11 +110,17 @@ func startTorChain(t *testing.T, ctx context.Context, clientTorrc []string, netw
 		}
 	}
 	t.Logf("client torrc: %s %q", client.BridgeLine, clientTorrc)
-	clientTor, err := demo.StartProcess(ctx, demo.ProcessConfig{
+	pc := demo.ProcessConfig{
 		Name: "client-tor", Path: demo.DefaultTorPath, LogPath: dir + "/client-tor.log",
 		Args:  []string{"-f", client.Torrc, "--defaults-torrc", os.DevNull},
 		Ready: demo.TCPReady(client.SOCKSAddr),
-	})
+	}
+	if opts.netns != nil {
+		// Its SOCKS port is on the namespace's loopback: bootstrap
+		// progress (waitBootstrap) is the readiness signal.
+		pc.Path, pc.Args, pc.Ready = opts.netns.ip, append([]string{"netns", "exec", opts.netns.name, demo.DefaultTorPath}, pc.Args...), nil
+	}
+	clientTor, err := demo.StartProcess(ctx, pc)
 	if err != nil {
 		t.Fatalf("client tor: %v", err)
 	}
@@ -143,7 +169,7 @@ func TestTorThroughFlurry(t *testing.T) {
 	skipWithoutTor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	chain := startTorChain(t, ctx, nil)
+	chain := startTorChain(t, ctx, torChainOptions{})
 	bridge := chain.bridge
 	chain.waitBootstrap(t, ctx, 15)
 
@@ -201,7 +227,7 @@ func TestTorSocks5ProxyThroughFlurry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer socks.Close()
-	chain := startTorChain(t, ctx, []string{"Socks5Proxy " + socks.Addr()})
+	chain := startTorChain(t, ctx, torChainOptions{clientTorrc: []string{"Socks5Proxy " + socks.Addr()}})
 	chain.waitBootstrap(t, ctx, 15)
 	st := socks.Stats()
 	t.Logf("SOCKS5 proxy: %+v", st)
@@ -246,7 +272,7 @@ func TestTorNetworkThroughFlurry(t *testing.T) {
 		}
 	})
 	t.Logf("private Tor network has a consensus after %v", time.Since(t0).Round(time.Millisecond))
-	chain := startTorChain(t, ctx, nil, network.Lines...)
+	chain := startTorChain(t, ctx, torChainOptions{network: network.Lines})
 	chain.waitBootstrap(t, ctx, 100)
 	res, err := demo.FetchTarget(ctx, chain.client.SOCKSAddr, target, nil)
 	if err != nil {
