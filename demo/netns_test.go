@@ -3,13 +3,17 @@ package demo_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/stuntest"
 )
 
 // netns is a network namespace joined to this one by a veth pair: this
@@ -24,6 +28,26 @@ type netns struct {
 	hostAddr, nsAddr string
 }
 
+// lookCommand finds an administration command in PATH or, where PATH
+// lacks them, in the sbin directories.
+func lookCommand(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		if p := filepath.Join(dir, name); isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", err
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
 // newNetns makes the namespace and removes it when the test ends. It skips
 // the test where namespaces cannot be made (not root, no ip command).
 func newNetns(t *testing.T) *netns {
@@ -32,7 +56,7 @@ func newNetns(t *testing.T) *netns {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
-	ip, err := exec.LookPath("ip")
+	ip, err := lookCommand("ip")
 	if err != nil {
 		t.Skipf("no ip command (apt-get install iproute2): %v", err)
 	}
@@ -83,4 +107,115 @@ func TestTorUserAddrFromNamespace(t *testing.T) {
 	} else {
 		t.Logf("bridge tor: %s", firstContaining(userAddr, ns.nsAddr))
 	}
+}
+
+// natNetns is a client behind a NAT: a client namespace (clientAddr, in
+// 10.254.253.0/24, a private range) whose default route is a router
+// namespace that masquerades it (nftables) behind routerAddr
+// (198.51.100.3), on a veth link to this machine's hostAddr
+// (198.51.100.1). Neither namespace has a route beyond these two links.
+// This machine reaches clientAddr through the router (for the test's own
+// SOCKS connection to the client); the client's WebRTC sees the NAT.
+type natNetns struct {
+	ip                               string
+	router, client                   string // namespace names
+	hostAddr, routerAddr, clientAddr string
+}
+
+// newNATNetns makes the two namespaces and removes them when the test
+// ends. It skips the test where that cannot be done (not root, no ip or nft
+// command, namespaces refused).
+func newNATNetns(t *testing.T) *natNetns {
+	t.Helper()
+	skipShort(t)
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	ip, err := lookCommand("ip")
+	if err != nil {
+		t.Skipf("no ip command (apt-get install iproute2): %v", err)
+	}
+	nft, err := lookCommand("nft")
+	if err != nil {
+		t.Skipf("no nft command (apt-get install nftables): %v", err)
+	}
+	id := fmt.Sprint(os.Getpid() % 100000)
+	n := &natNetns{ip: ip, router: "flurry-r" + id, client: "flurry-c" + id,
+		hostAddr: "198.51.100.1", routerAddr: "198.51.100.3", clientAddr: "10.254.253.2"}
+	hostIf, pubIf, privIf, clientIf := "flh"+id, "flr"+id, "flp"+id, "flc"+id
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+		}
+	}
+	if out, err := exec.Command(ip, "netns", "add", n.router).CombinedOutput(); err != nil {
+		t.Skipf("cannot make a network namespace here: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command(ip, "netns", "del", n.client).Run()
+		_ = exec.Command(ip, "netns", "del", n.router).Run()
+		_ = exec.Command(ip, "link", "del", hostIf).Run()
+		_ = exec.Command(ip, "route", "del", "10.254.253.0/24").Run()
+	})
+	run(ip, "netns", "add", n.client)
+	// This machine <-> router, the "public" side.
+	run(ip, "link", "add", hostIf, "type", "veth", "peer", "name", pubIf)
+	run(ip, "link", "set", pubIf, "netns", n.router)
+	run(ip, "addr", "add", n.hostAddr+"/24", "dev", hostIf)
+	run(ip, "link", "set", hostIf, "up")
+	run(ip, "-n", n.router, "addr", "add", n.routerAddr+"/24", "dev", pubIf)
+	run(ip, "-n", n.router, "link", "set", pubIf, "up")
+	// Router <-> client, the private side.
+	run(ip, "-n", n.router, "link", "add", privIf, "type", "veth", "peer", "name", clientIf)
+	run(ip, "-n", n.router, "link", "set", clientIf, "netns", n.client)
+	run(ip, "-n", n.router, "addr", "add", "10.254.253.1/24", "dev", privIf)
+	run(ip, "-n", n.router, "link", "set", privIf, "up")
+	run(ip, "-n", n.client, "addr", "add", n.clientAddr+"/24", "dev", clientIf)
+	run(ip, "-n", n.client, "link", "set", clientIf, "up")
+	run(ip, "-n", n.client, "link", "set", "lo", "up")
+	run(ip, "-n", n.client, "route", "add", "default", "via", "10.254.253.1")
+	// The router forwards and masquerades what leaves on the public side.
+	run(ip, "netns", "exec", n.router, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+	run(ip, "netns", "exec", n.router, nft, "add table ip nat; add chain ip nat post { type nat hook postrouting priority 100 ; } ; add rule ip nat post oifname "+pubIf+" masquerade")
+	// This machine reaches the client's SOCKS port through the router.
+	run(ip, "route", "add", "10.254.253.0/24", "via", n.routerAddr)
+	return n
+}
+
+// TestChainFromBehindNAT runs a client as production does (no
+// -loopback-only, a STUN server) behind a real NAT, here a masquerading
+// router namespace: its only address is private, so its offer must carry
+// the server-reflexive address the STUN server reports (the router's) and
+// nothing else, and the proxy must reach it through the NAT. A 5 MiB
+// download through the chain must arrive intact.
+func TestChainFromBehindNAT(t *testing.T) {
+	n := newNATNetns(t)
+	stunURL := stuntest.StartOn(t, netip.MustParseAddr(n.hostAddr))
+	c := startCluster(t, demo.Config{BrokerHost: n.hostAddr, OpenWebRTC: true, NoClient: true, FileSize: 5 << 20})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	socks := net.JoinHostPort(n.clientAddr, "1080")
+	dir := t.TempDir()
+	client, err := demo.StartProcess(ctx, demo.ProcessConfig{
+		Name: "client", Path: n.ip, LogPath: filepath.Join(dir, "client.log"),
+		Args: []string{"netns", "exec", n.client, binaries(t).Client,
+			"-socks", socks, "-url", c.BrokerURL, "-ice", stunURL, "-unsafe-logging"},
+		Ready: demo.TCPReady(socks),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopClean(t, client)
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "client.log"))
+			t.Logf("==== client log\n%s", tail(string(b), 60))
+		}
+	})
+	res, err := demo.FetchTarget(ctx, socks, c.Target, nil)
+	if err != nil {
+		t.Fatalf("download from behind the NAT: %v", err)
+	}
+	t.Logf("%s from behind a NAT in %v, SHA-256 matches", demo.FormatBytes(float64(res.Bytes)), res.Total.Round(time.Millisecond))
 }
