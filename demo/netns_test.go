@@ -43,6 +43,15 @@ func lookCommand(name string) (string, error) {
 	return "", err
 }
 
+// removeStale deletes what a test run that died before its cleanup (with
+// the same process id, so the same names) may have left.
+func removeStale(ip string, namespaces []string, link string) {
+	for _, ns := range namespaces {
+		_ = exec.Command(ip, "netns", "del", ns).Run()
+	}
+	_ = exec.Command(ip, "link", "del", link).Run()
+}
+
 func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
@@ -69,6 +78,7 @@ func newNetns(t *testing.T) *netns {
 			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 	}
+	removeStale(ip, []string{n.name}, hostIf)
 	if out, err := exec.Command(ip, "netns", "add", n.name).CombinedOutput(); err != nil {
 		t.Skipf("cannot make a network namespace here: %v: %s", err, out)
 	}
@@ -149,6 +159,7 @@ func newNATNetns(t *testing.T) *natNetns {
 			t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
 		}
 	}
+	removeStale(ip, []string{n.client, n.router}, hostIf)
 	if out, err := exec.Command(ip, "netns", "add", n.router).CombinedOutput(); err != nil {
 		t.Skipf("cannot make a network namespace here: %v: %s", err, out)
 	}
@@ -179,6 +190,7 @@ func newNATNetns(t *testing.T) *natNetns {
 	run(ip, "netns", "exec", n.router, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
 	run(ip, "netns", "exec", n.router, nft, "add table ip nat; add chain ip nat post { type nat hook postrouting priority 100 ; } ; add rule ip nat post oifname "+pubIf+" masquerade")
 	// This machine reaches the client's SOCKS port through the router.
+	_ = exec.Command(ip, "route", "del", "10.254.253.0/24").Run() // a stale one
 	run(ip, "route", "add", "10.254.253.0/24", "via", n.routerAddr)
 	return n
 }
