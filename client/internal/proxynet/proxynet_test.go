@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"strconv"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/flurrypt/flurry/client/internal/proxynet"
 	"github.com/flurrypt/flurry/client/internal/socks5udp"
 	"github.com/flurrypt/flurry/internal/socks5test"
+	"github.com/flurrypt/flurry/internal/stuntest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -44,33 +46,12 @@ func setup(tb testing.TB, cfg proxynet.Config) (*proxynet.Net, *socks5test.Serve
 // with the source address.
 func startSTUN(tb testing.TB) *net.UDPAddr {
 	tb.Helper()
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	url := stuntest.StartOn(tb, netip.AddrFrom4([4]byte{127, 0, 0, 1}))
+	addr, err := net.ResolveUDPAddr("udp4", strings.TrimPrefix(url, "stun:"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			req := &stun.Message{Raw: append([]byte(nil), buf[:n]...)}
-			if req.Decode() != nil || req.Type != stun.BindingRequest {
-				continue
-			}
-			resp, err := stun.Build(stun.NewTransactionIDSetter(req.TransactionID), stun.BindingSuccess,
-				&stun.XORMappedAddress{IP: from.IP, Port: from.Port}, stun.Fingerprint)
-			if err == nil {
-				_, _ = conn.WriteToUDP(resp.Raw, from)
-			}
-		}
-	}()
-	tb.Cleanup(func() { conn.Close(); wg.Wait() })
-	return conn.LocalAddr().(*net.UDPAddr)
+	return addr
 }
 
 func TestInterfaces(t *testing.T) {
