@@ -14,6 +14,7 @@ import (
 
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/stuntest"
+	"github.com/flurrypt/flurry/internal/testenv"
 )
 
 // netns is a network namespace joined to this one by a veth pair: this
@@ -63,11 +64,11 @@ func newNetns(t *testing.T) *netns {
 	t.Helper()
 	skipShort(t)
 	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
+		testenv.Root(t, "network namespaces")
 	}
 	ip, err := lookCommand("ip")
 	if err != nil {
-		t.Skipf("no ip command (apt-get install iproute2): %v", err)
+		testenv.Missing(t, "no ip command (apt-get install iproute2): %v", err)
 	}
 	id := fmt.Sprint(os.Getpid() % 100000)
 	n := &netns{ip: ip, name: "flurry-" + id, hostAddr: "198.51.100.1", nsAddr: "198.51.100.2"}
@@ -80,7 +81,7 @@ func newNetns(t *testing.T) *netns {
 	}
 	removeStale(ip, []string{n.name}, hostIf)
 	if out, err := exec.Command(ip, "netns", "add", n.name).CombinedOutput(); err != nil {
-		t.Skipf("cannot make a network namespace here: %v: %s", err, out)
+		testenv.Missing(t, "cannot make a network namespace here: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		// Deleting the namespace deletes its end of the pair, and so both.
@@ -139,15 +140,15 @@ func newNATNetns(t *testing.T) *natNetns {
 	t.Helper()
 	skipShort(t)
 	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
+		testenv.Root(t, "network namespaces")
 	}
 	ip, err := lookCommand("ip")
 	if err != nil {
-		t.Skipf("no ip command (apt-get install iproute2): %v", err)
+		testenv.Missing(t, "no ip command (apt-get install iproute2): %v", err)
 	}
 	nft, err := lookCommand("nft")
 	if err != nil {
-		t.Skipf("no nft command (apt-get install nftables): %v", err)
+		testenv.Missing(t, "no nft command (apt-get install nftables): %v", err)
 	}
 	id := fmt.Sprint(os.Getpid() % 100000)
 	n := &natNetns{ip: ip, router: "flurry-r" + id, client: "flurry-c" + id,
@@ -161,7 +162,7 @@ func newNATNetns(t *testing.T) *natNetns {
 	}
 	removeStale(ip, []string{n.client, n.router}, hostIf)
 	if out, err := exec.Command(ip, "netns", "add", n.router).CombinedOutput(); err != nil {
-		t.Skipf("cannot make a network namespace here: %v: %s", err, out)
+		testenv.Missing(t, "cannot make a network namespace here: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		_ = exec.Command(ip, "netns", "del", n.client).Run()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/testenv"
 )
 
 // These tests drive /bin/sh children, so they run in -short too.
@@ -19,7 +20,7 @@ func shell(tb testing.TB) string {
 	tb.Helper()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		tb.Skipf("no sh: %v", err)
+		testenv.Missing(tb, "no sh: %v", err)
 	}
 	return sh
 }

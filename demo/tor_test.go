@@ -21,13 +21,14 @@ import (
 	"github.com/flurrypt/flurry/common/websocketconn"
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/socks5test"
+	"github.com/flurrypt/flurry/internal/testenv"
 )
 
 func skipWithoutTor(t *testing.T) {
 	t.Helper()
 	skipShort(t)
 	if _, err := os.Stat(demo.DefaultTorPath); err != nil {
-		t.Skipf("tor is not installed (%s: %v); install Debian's tor package to run this test", demo.DefaultTorPath, err)
+		testenv.Missing(t, "tor is not installed (%s: %v); install Debian's tor package to run this test", demo.DefaultTorPath, err)
 	}
 }
 
@@ -248,7 +249,7 @@ func TestTorSocks5ProxyThroughFlurry(t *testing.T) {
 func TestTorNetworkThroughFlurry(t *testing.T) {
 	skipWithoutTor(t)
 	if _, err := os.Stat(demo.DefaultTorGencertPath); err != nil {
-		t.Skipf("tor-gencert is not installed (%s: %v)", demo.DefaultTorGencertPath, err)
+		testenv.Missing(t, "tor-gencert is not installed (%s: %v)", demo.DefaultTorGencertPath, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/internal/testenv"
 )
 
 const torPath = "/usr/bin/tor"
@@ -25,7 +26,7 @@ func buildRelay(tb testing.TB, dir string) string {
 	tb.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		tb.Skipf("no go command to build flurry-relay: %v", err)
+		testenv.Missing(tb, "no go command to build flurry-relay: %v", err)
 	}
 	bin := filepath.Join(dir, "flurry-relay")
 	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/flurry-relay")
@@ -52,7 +53,7 @@ func freePort(tb testing.TB) int {
 // ORPort to complete it.
 func TestTorManagedTransport(t *testing.T) {
 	if _, err := os.Stat(torPath); err != nil {
-		t.Skipf("tor is not installed (%s: %v); install Debian's tor package to run this test", torPath, err)
+		testenv.Missing(t, "tor is not installed (%s: %v); install Debian's tor package to run this test", torPath, err)
 	}
 	dir := t.TempDir()
 	bin := buildRelay(t, dir)

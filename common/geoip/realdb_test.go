@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/flurrypt/flurry/internal/testenv"
 )
 
 // Debian's tor-geoipdb files; CI installs the package.
@@ -17,7 +19,7 @@ func skipWithoutRealDB(tb testing.TB) {
 	tb.Helper()
 	for _, path := range []string{realV4, realV6} {
 		if _, err := os.Stat(path); err != nil {
-			tb.Skipf("tor's geoip database is not installed (apt-get install tor-geoipdb; CI installs it): %v", err)
+			testenv.Missing(tb, "tor's geoip database is not installed (apt-get install tor-geoipdb; CI installs it): %v", err)
 		}
 	}
 }

@@ -4,7 +4,8 @@
 // cause (console output, exceptions, error and warning log entries such as
 // Content-Security-Policy violations or failed loads, dialogs).
 //
-// Tests skip when chromium is not installed; .ci/run installs it.
+// Tests skip when chromium is not installed (fail under CI=true); .ci/run
+// installs it.
 package browsertest
 
 import (
@@ -20,6 +21,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/flurrypt/flurry/internal/testenv"
 )
 
 // ChromiumPath is Debian's chromium.
@@ -33,7 +36,7 @@ const ChromiumPath = "/usr/bin/chromium"
 func New(t *testing.T) (context.Context, func() []string) {
 	t.Helper()
 	if _, err := os.Stat(ChromiumPath); err != nil {
-		t.Skipf("skipping the browser test: %s is not installed (apt-get install chromium): %v", ChromiumPath, err)
+		testenv.Missing(t, "skipping the browser test: %s is not installed (apt-get install chromium): %v", ChromiumPath, err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	t.Cleanup(cancel)
