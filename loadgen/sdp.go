@@ -2,7 +2,7 @@ package loadgen
 
 // The session descriptions every simulated client offers and every simulated
 // proxy answers: real pion/webrtc descriptions with host candidates on
-// 127.0.0.1 only, copied from /work/shared/vectors/snowflake-2.14.1/
+// 127.0.0.1 only, the Snowflake v2.14.1 vectors of messages/testdata
 // (sdp-offer.json and sdp-answer.json), serialized as Snowflake serializes
 // them. A broker validates them as session descriptions and requires
 // "a=candidate" in the answer; nobody ever connects to the candidates.

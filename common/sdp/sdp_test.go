@@ -95,7 +95,7 @@ func TestClientIP(t *testing.T) {
 
 func TestClientIPSnowflakeOffer(t *testing.T) {
 	// testdata/sdp-offer.json is Snowflake v2.14.1's vector (loopback host
-	// candidates only), copied from /work/shared/vectors/snowflake-2.14.1.
+	// candidates only), the same file as messages/testdata/sdp-offer.json.
 	b, err := os.ReadFile("testdata/sdp-offer.json")
 	if err != nil {
 		t.Fatal(err)
