@@ -634,11 +634,16 @@ func TestDecodeSessionDescription(t *testing.T) {
 		{"pranswer", `{"type":"pranswer","sdp":"x"}`, SessionDescription{Type: "pranswer", SDP: "x"}, nil},
 		{"rollback empty sdp", `{"type":"rollback","sdp":""}`, SessionDescription{Type: "rollback"}, nil},
 		{"key order", `{"sdp":"x","type":"offer"}`, SessionDescription{Type: "offer", SDP: "x"}, nil},
-		{"key case", `{"Type":"offer","SDP":"x"}`, SessionDescription{Type: "offer", SDP: "x"}, nil},
+		{"escaped key", `{"\u0074ype":"offer","sdp":"x"}`, SessionDescription{Type: "offer", SDP: "x"}, nil},
+		{"exact key wins", `{"Type":"answer","type":"offer","SDP":"y","sdp":"x"}`, SessionDescription{Type: "offer", SDP: "x"}, nil},
 		{"unknown key", `{"type":"offer","sdp":"x","extra":[1]}`, SessionDescription{Type: "offer", SDP: "x"}, nil},
 		{"spaces", ` { "type" : "offer" , "sdp" : "x" } `, SessionDescription{Type: "offer", SDP: "x"}, nil},
 		{"markup in sdp", `{"type":"offer","sdp":"<script>"}`, SessionDescription{Type: "offer", SDP: "<script>"}, nil},
 
+		// Snowflake decodes into a map: keys never fold.
+		{"key case", `{"Type":"offer","SDP":"x"}`, SessionDescription{}, ErrInvalidSessionDescription},
+		{"sdp key case", `{"type":"offer","Sdp":"x"}`, SessionDescription{}, ErrInvalidSessionDescription},
+		{"long s key", `{"type":"offer","ſdp":"x"}`, SessionDescription{}, ErrInvalidSessionDescription},
 		{"numeric type", `{"type":1,"sdp":"x"}`, SessionDescription{}, ErrInvalidSessionDescription},
 		{"numeric sdp", `{"type":"offer","sdp":1}`, SessionDescription{}, ErrInvalidSessionDescription},
 		{"missing type", `{"sdp":"x"}`, SessionDescription{}, ErrInvalidSessionDescription},

@@ -29,13 +29,6 @@ type SessionDescription struct {
 	SDP  string `json:"sdp"`
 }
 
-// sessionDescriptionWire distinguishes missing (or null) keys from empty
-// ones.
-type sessionDescriptionWire struct {
-	Type *string `json:"type"`
-	SDP  *string `json:"sdp"`
-}
-
 func validSDPType(t string) bool {
 	switch t {
 	case SDPTypeOffer, SDPTypeAnswer, SDPTypePranswer, SDPTypeRollback:
@@ -48,8 +41,10 @@ func validSDPType(t string) bool {
 // at most MaxSessionDescriptionLength bytes of valid UTF-8 without control
 // characters (so no whitespace other than spaces between JSON tokens; Go and
 // browsers never write any), a JSON object with a string "type" (one of the
-// four types) and a string "sdp" (may be empty). Keys are matched
-// case-insensitively and unknown keys ignored, as Go's decoder does. Every
+// four types) and a string "sdp" (may be empty). Keys are matched exactly
+// ("Type" and "SDP" are not keys of a session description) and unknown keys
+// ignored, as Snowflake's decoder does: a key that only folds onto "type" or
+// "sdp" would pass here and fail at every Snowflake peer. Every
 // failure wraps ErrInvalidSessionDescription; the text is "malformed session
 // description: <reason>".
 func DecodeSessionDescription(s string) (SessionDescription, error) {
