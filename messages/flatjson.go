@@ -2,7 +2,6 @@ package messages
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 )
 
@@ -546,52 +545,43 @@ var (
 
 // parseSessionDescription decodes s as Snowflake does, json.Unmarshal into
 // a map (so keys match exactly: "Type" or "SDP" is not "type" or "sdp"),
-// with the fast path first (error not wrapped). A missing or null key comes
-// back with ok false. Without keepSDP, sdp is "" when the fast path takes s.
-// s must be valid UTF-8.
-func parseSessionDescription(s string, keepSDP bool) (typ string, typeOK bool, sdp string, sdpOK bool, err error) {
+// with the fast path first. The error is not wrapped; its text is
+// Snowflake's reason. Without keepSDP, sdp is "" when the fast path takes
+// s. s must be valid UTF-8.
+func parseSessionDescription(s string, keepSDP bool) (typ, sdp string, err error) {
 	fields := sessionDescriptionFields[:]
 	if !keepSDP {
 		fields = sessionDescriptionCheckFields[:]
 	}
 	var v [len(sessionDescriptionFields)]flatValue
-	if scanFlat(s, fields, v[:], true) {
-		return v[0].str, v[0].set, v[1].str, v[1].set, nil
+	// A missing or null key is an error, worded by the slow path.
+	if scanFlat(s, fields, v[:], true) && v[0].set && v[1].set {
+		return v[0].str, v[1].str, nil
 	}
 	return unmarshalSessionDescription(s)
 }
 
 // unmarshalSessionDescription is parseSessionDescription without the fast
-// path.
-func unmarshalSessionDescription(s string) (typ string, typeOK bool, sdp string, sdpOK bool, err error) {
-	var m map[string]json.RawMessage
+// path: the checks and texts of Snowflake's DeserializeSessionDescription,
+// in its order.
+func unmarshalSessionDescription(s string) (typ, sdp string, err error) {
+	var m map[string]any
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return "", false, "", false, err
+		return "", "", err
 	}
-	var t, d *string
-	if err := unmarshalKey(m, "type", &t); err != nil {
-		return "", false, "", false, err
-	}
-	if err := unmarshalKey(m, "sdp", &d); err != nil {
-		return "", false, "", false, err
-	}
-	if t != nil {
-		typ, typeOK = *t, true
-	}
-	if d != nil {
-		sdp, sdpOK = *d, true
-	}
-	return typ, typeOK, sdp, sdpOK, nil
-}
-
-// unmarshalKey decodes m[key], if present, into v.
-func unmarshalKey(m map[string]json.RawMessage, key string, v any) error {
-	raw, ok := m[key]
+	t, ok := m["type"]
 	if !ok {
-		return nil
+		return "", "", errSDPNoType
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+	d, ok := m["sdp"]
+	if !ok {
+		return "", "", errSDPNoSDP
 	}
-	return nil
+	if typ, ok = t.(string); !ok {
+		return "", "", errSDPTypeNotString
+	}
+	if sdp, ok = d.(string); !ok {
+		return "", "", errSDPNotString
+	}
+	return typ, sdp, nil
 }

@@ -120,14 +120,11 @@ func checkFlatDifferential(t *testing.T, b []byte) {
 		checkSameParse(t, "ClientPollResponse", b, got, gotErr, want, wantErr)
 	}
 	{
-		type parsed struct {
-			typ, sdp      string
-			typeOK, sdpOK bool
-		}
+		type parsed struct{ typ, sdp string }
 		var got, want parsed
 		var gotErr, wantErr error
-		got.typ, got.typeOK, got.sdp, got.sdpOK, gotErr = parseSessionDescription(string(b), true)
-		want.typ, want.typeOK, want.sdp, want.sdpOK, wantErr = unmarshalSessionDescription(string(b))
+		got.typ, got.sdp, gotErr = parseSessionDescription(string(b), true)
+		want.typ, want.sdp, wantErr = unmarshalSessionDescription(string(b))
 		checkSameParse(t, "session description", b, got, gotErr, want, wantErr)
 		// The public decoder against the one without the fast path.
 		d, err := DecodeSessionDescription(string(b))
@@ -161,18 +158,12 @@ func referenceDecodeSessionDescription(s string) (SessionDescription, error) {
 	if hasControl(s) {
 		return SessionDescription{}, fmt.Errorf("%w: control character", ErrInvalidSessionDescription)
 	}
-	typ, typeOK, sdp, sdpOK, err := unmarshalSessionDescription(s)
+	typ, sdp, err := unmarshalSessionDescription(s)
 	if err != nil {
 		return SessionDescription{}, fmt.Errorf("%w: %w", ErrInvalidSessionDescription, err)
 	}
-	if !typeOK {
-		return SessionDescription{}, fmt.Errorf("%w: no type", ErrInvalidSessionDescription)
-	}
-	if !sdpOK {
-		return SessionDescription{}, fmt.Errorf("%w: no sdp", ErrInvalidSessionDescription)
-	}
 	if !validSDPType(typ) {
-		return SessionDescription{}, fmt.Errorf("%w: unknown type", ErrInvalidSessionDescription)
+		return SessionDescription{}, fmt.Errorf("%w: %w", ErrInvalidSessionDescription, errSDPUnknownType)
 	}
 	return SessionDescription{Type: typ, SDP: sdp}, nil
 }

@@ -2,6 +2,7 @@ package messages
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -12,6 +13,17 @@ const (
 	SDPTypeAnswer   = "answer"
 	SDPTypePranswer = "pranswer"
 	SDPTypeRollback = "rollback"
+)
+
+// The reasons of a malformed session description, worded as Snowflake's
+// (a Snowflake client reads "malformed session description: <reason>").
+var (
+	errSDPNoType        = errors.New("cannot deserialize SessionDescription without type field")
+	errSDPNoSDP         = errors.New("cannot deserialize SessionDescription without sdp field")
+	errSDPTypeNotString = errors.New("invalid SDP type")
+	errSDPNotString     = errors.New("invalid SDP")
+	//lint:ignore ST1005 Snowflake's text, capital included
+	errSDPUnknownType = errors.New("Unknown SDP type")
 )
 
 // SessionDescription is a WebRTC session description as Snowflake serializes
@@ -70,18 +82,12 @@ func decodeSessionDescription(s string, keepSDP bool) (SessionDescription, error
 	if hasControl(s) {
 		return SessionDescription{}, fmt.Errorf("%w: control character", ErrInvalidSessionDescription)
 	}
-	typ, typeOK, sdp, sdpOK, err := parseSessionDescription(s, keepSDP)
+	typ, sdp, err := parseSessionDescription(s, keepSDP)
 	if err != nil {
 		return SessionDescription{}, fmt.Errorf("%w: %w", ErrInvalidSessionDescription, err)
 	}
-	if !typeOK {
-		return SessionDescription{}, fmt.Errorf("%w: no type", ErrInvalidSessionDescription)
-	}
-	if !sdpOK {
-		return SessionDescription{}, fmt.Errorf("%w: no sdp", ErrInvalidSessionDescription)
-	}
 	if !validSDPType(typ) {
-		return SessionDescription{}, fmt.Errorf("%w: unknown type", ErrInvalidSessionDescription)
+		return SessionDescription{}, fmt.Errorf("%w: %w", ErrInvalidSessionDescription, errSDPUnknownType)
 	}
 	return SessionDescription{Type: typ, SDP: sdp}, nil
 }
