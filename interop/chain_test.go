@@ -12,6 +12,7 @@ import (
 
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/stuntest"
+	"github.com/flurrypt/flurry/loadgen"
 )
 
 // chainFileSize is what every chain downloads.
@@ -56,12 +57,17 @@ func TestChains(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
 			c := startChain(t, ctx, roles)
+			before := cpuTimes(t, c)
 			res, err := demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, nil)
 			if err != nil {
 				t.Fatalf("download: %v", err)
 			}
-			t.Logf("%d bytes intact, first byte after %v, %.2f MB/s", res.Bytes, res.FirstByte.Round(time.Millisecond), res.Throughput()/1e6)
-			report(t, cellResult{Name: roles.String(), Bytes: res.Bytes, FirstByte: res.FirstByte, Total: res.Total, MBps: res.Throughput() / 1e6})
+			perMB := map[string]float64{}
+			for role, cpu := range cpuTimes(t, c) {
+				perMB[role] = float64((cpu - before[role]).Milliseconds()) / (float64(res.Bytes) / 1e6)
+			}
+			t.Logf("%d bytes intact, first byte after %v, %.2f MB/s, CPU ms per MB %v", res.Bytes, res.FirstByte.Round(time.Millisecond), res.Throughput()/1e6, perMB)
+			report(t, cellResult{Name: roles.String(), Bytes: res.Bytes, FirstByte: res.FirstByte, Total: res.Total, MBps: res.Throughput() / 1e6, CPUPerMB: perMB})
 		})
 	}
 	if testing.Short() || len(results) == 0 {
@@ -70,15 +76,35 @@ func TestChains(t *testing.T) {
 	t.Logf("interop matrix (%d MiB download through each chain, SHA-256 checked):\n%s", chainFileSize>>20, formatMatrix(results, false))
 }
 
+// cpuTimes returns the CPU time each role's process has used so far.
+func cpuTimes(t *testing.T, c *Chain) map[string]time.Duration {
+	t.Helper()
+	out := map[string]time.Duration{}
+	for role, p := range map[string]*demo.Process{"client": c.Client, "proxy": c.Proxies[0], "relay": c.Relay, "broker": c.Broker} {
+		s, err := loadgen.ReadProc(p.PID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[role] = s.CPU
+	}
+	return out
+}
+
 // formatMatrix prints one line per chain in Matrix order.
 func formatMatrix(results map[string]cellResult, stall bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-10s %-10s %-10s %-10s %10s %8s", "broker", "proxy", "client", "relay", "first byte", "MB/s")
 	if stall {
 		fmt.Fprintf(&b, " %8s", "stall")
+	} else {
+		fmt.Fprintf(&b, "   CPU ms/MB: %6s %6s %6s %6s", "client", "proxy", "relay", "broker")
 	}
 	b.WriteString("\n")
-	for _, roles := range append(Matrix(), failoverRoles()...) {
+	order := Matrix()
+	if stall {
+		order = failoverRoles()
+	}
+	for _, roles := range order {
 		r, ok := results[roles.String()]
 		if !ok {
 			continue
@@ -87,6 +113,8 @@ func formatMatrix(results map[string]cellResult, stall bool) string {
 			r.FirstByte.Round(10*time.Millisecond), r.MBps)
 		if stall {
 			fmt.Fprintf(&b, " %8s", r.Stall.Round(100*time.Millisecond))
+		} else {
+			fmt.Fprintf(&b, "              %6.1f %6.1f %6.1f %6.1f", r.CPUPerMB["client"], r.CPUPerMB["proxy"], r.CPUPerMB["relay"], r.CPUPerMB["broker"])
 		}
 		b.WriteString("\n")
 	}

@@ -150,6 +150,9 @@ type cellResult struct {
 	Total     time.Duration
 	MBps      float64
 	Stall     time.Duration `json:",omitempty"`
+	// CPUPerMB is each role's CPU time per MB (10^6 bytes) carried, in
+	// milliseconds, during the download.
+	CPUPerMB map[string]float64 `json:",omitempty"`
 }
 
 // report writes r for the parent (in the child).
