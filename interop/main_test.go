@@ -35,7 +35,11 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if flurryDir != "" {
+		os.RemoveAll(flurryDir)
+	}
+	os.Exit(code)
 }
 
 // lookCommand finds an administration command in PATH or the sbin
