@@ -13,7 +13,7 @@ STATICCHECK_VERSION ?= v0.8.2
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help demo build test fmt-check vet race bench-smoke bench loadtest fuzz lint clean
+.PHONY: help demo build test fmt-check vet race bench-smoke bench loadtest fuzz lint clean interop snowflake-bins sidebyside
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
@@ -64,6 +64,16 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 10s)
 
 lint: ## staticcheck (pinned version, through go run)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+interop: ## Against Snowflake v2.14.1 built from its Go module: mixed chains, failover, differential and flag-parity tests (nested module interop/, see docs/interop.md)
+	cd interop && $(GO) vet ./... && $(GO) test -count=1 -timeout 15m ./...
+
+snowflake-bins: ## Build Snowflake v2.14.1's broker, proxy, client and server into DIR (default: the user's cache directory); reused while the Go version is the same
+	cd interop && $(GO) run ./cmd/snowflake-bins $(if $(DIR),-o $(abspath $(DIR)))
+
+sidebyside: build ## Broker and relay memory and matches/s of Flurry and Snowflake v2.14.1 in one run (flurry-loadgen; results in out/sidebyside)
+	cd interop && $(GO) run ./cmd/snowflake-bins -o $(abspath out/snowflake-bin)
+	BIN=$(BIN) SF=out/snowflake-bin scripts/sidebyside.sh
 
 clean: ## Remove build output and test caches
 	rm -rf $(BIN) out

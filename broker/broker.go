@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/flurrypt/flurry/broker/internal/bridgelist"
 	"github.com/flurrypt/flurry/broker/internal/clientaddr"
 	"github.com/flurrypt/flurry/broker/internal/event"
+	"github.com/flurrypt/flurry/broker/internal/ipcount"
 	"github.com/flurrypt/flurry/broker/internal/matcher"
 	"github.com/flurrypt/flurry/broker/internal/ratelimit"
 	"github.com/flurrypt/flurry/broker/internal/stats"
@@ -34,6 +36,7 @@ type Broker struct {
 	cfg     Config
 	sink    event.Sink
 	stats   *stats.Recorder
+	ipCount *ipcount.Counter // nil without Config.IPCountPrefix
 	page    *statuspage.Page
 	bridges *bridgelist.List
 	allowed *relaypattern.Pattern // nil: AllowedRelayPattern empty
@@ -143,18 +146,26 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 		return nil, fmt.Errorf("%w: %w", ErrMetrics, err)
 	}
 	sink := rec.Sink()
+	var ipCount *ipcount.Counter
+	if cfg.IPCountPrefix != "" {
+		if ipCount, err = ipcount.New(ipcount.Config{Prefix: cfg.IPCountPrefix, Interval: cfg.IPCountInterval}); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrMetrics, err)
+		}
+		sink = event.Tee(sink, ipCount)
+	}
 	if extra != nil {
 		sink = event.Tee(sink, extra)
 	}
 	b := &Broker{
-		cfg:   cfg,
-		sink:  sink,
-		stats: rec,
-		match: matcher.New(),
-		addrs: clientaddr.New(cfg.TrustedProxies),
-		cors:  [2][]string{{corsOrigin}, {corsHeaders}},
-		allow: []string{"OPTIONS, POST"},
-		ctype: []string{textPlain},
+		cfg:     cfg,
+		sink:    sink,
+		stats:   rec,
+		ipCount: ipCount,
+		match:   matcher.New(),
+		addrs:   clientaddr.New(cfg.TrustedProxies),
+		cors:    [2][]string{{corsOrigin}, {corsHeaders}},
+		allow:   []string{"OPTIONS, POST"},
+		ctype:   []string{textPlain},
 
 		parkAfter: defaultParkAfter,
 	}
@@ -349,12 +360,20 @@ func (b *Broker) Stats() Stats {
 // Run runs the broker's background work until ctx ends, then calls
 // Shutdown: every Config.MetricsInterval (the first one MetricsInterval
 // after Run starts) it ends a metrics period and appends its descriptor to
-// Config.MetricsLogPath (or logs it). It starts no goroutine and returns nil
-// after ctx ends. Call it once.
+// Config.MetricsLogPath (or logs it); with Config.IPCountPrefix it also
+// writes the address counts every IPCountInterval (and the partial one at
+// the end). It returns after ctx ends, once its goroutines have. Call it
+// once.
 func (b *Broker) Run(ctx context.Context) error {
+	var ipErr error
+	var wg sync.WaitGroup
+	if b.ipCount != nil {
+		wg.Go(func() { ipErr = b.ipCount.Run(ctx) })
+	}
 	err := b.stats.Run(ctx)
 	b.Shutdown()
-	return err
+	wg.Wait()
+	return errors.Join(err, ipErr)
 }
 
 // Shutdown answers every waiting proxy poll with "no match" at once and

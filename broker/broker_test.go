@@ -122,7 +122,7 @@ func TestProxyIncorrectRelayPattern(t *testing.T) {
 		{"missing pattern (1.2 proxy)", "", `{"Sid":"abc","Version":"1.2","Type":"standalone","NAT":"unrestricted","Clients":0}`},
 		{"null pattern", "", `{"Sid":"abc","Version":"1.3","AcceptedRelayPattern":null}`},
 		{"accepts no bridge", "", `{"Sid":"abc","Version":"1.3","AcceptedRelayPattern":"example.com$"}`},
-		{"unparseable pattern", "", `{"Sid":"abc","Version":"1.3","AcceptedRelayPattern":"snowflake.torproject.net"}`},
+		{"browser pattern accepts no bridge", "", `{"Sid":"abc","Version":"1.3","AcceptedRelayPattern":"example.com"}`},
 		{"narrower than allowed", snowflakeP, `{"Sid":"abc","Version":"1.3","AcceptedRelayPattern":"^snowflake.torproject.net$"}`},
 		{"other domain than allowed", snowflakeP, `{"Sid":"abc","Version":"1.3","AcceptedRelayPattern":"example.org$"}`},
 	}
@@ -149,6 +149,19 @@ func TestProxyIncorrectRelayPattern(t *testing.T) {
 		})
 		expect(t, "poll", tb.post(t, "/proxy", vector(t, "proxy-poll-request-1.3.json")), http.StatusOK, vector(t, "proxy-poll-response-nomatch.json"))
 	})
+	// Snowflake's web extension and badge send their pattern without the
+	// trailing '$', which Snowflake's broker accepts.
+	for _, allowed := range []string{"", snowflakeP, "^snowflake.torproject.net$"} {
+		t.Run("browser pattern, allowed "+allowed, func(t *testing.T) {
+			tb := newTestBroker(t, broker.Config{
+				ProxyHold:           time.Millisecond,
+				AllowedRelayPattern: allowed,
+				BridgeListPath:      writeFile(t, "bridges", `{"displayName":"d","webSocketAddress":"wss://snowflake.torproject.net/","fingerprint":"2B280B23E1107BB62ABFC40DDCC8824814F80A72"}`),
+			})
+			body := `{"Sid":"abc","Version":"1.3","Type":"webext","NAT":"unknown","Clients":0,"AcceptedRelayPattern":"snowflake.torproject.net"}`
+			expect(t, "poll", tb.post(t, "/proxy", []byte(body)), http.StatusOK, vector(t, "proxy-poll-response-nomatch.json"))
+		})
+	}
 }
 
 func TestProxyBadRequests(t *testing.T) {

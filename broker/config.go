@@ -136,6 +136,13 @@ type Config struct {
 	// MetricsInterval is the descriptor period, counted from Run. Zero
 	// means DefaultMetricsInterval; otherwise at least one second.
 	MetricsInterval time.Duration
+	// IPCountPrefix, if set, counts the distinct addresses of polling
+	// proxies per IPCountInterval (0: one hour) into six files named
+	// <IPCountPrefix>-<category>-<start>.log, as Snowflake's
+	// -ip-count-prefix; only keyed hashes are held and counts are binned
+	// (internal/ipcount). Run writes them.
+	IPCountPrefix   string
+	IPCountInterval time.Duration
 	// SeparatePrometheus leaves GET /prometheus out of Handler: serve
 	// PrometheusHandler on a listener of its own instead (flurry-broker's
 	// -metrics-addr).

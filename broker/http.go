@@ -304,7 +304,7 @@ func (b *Broker) acceptance(rule *string) uint64 {
 	if rule == nil {
 		return 0 // a proxy older than 1.3 relays only to its own default
 	}
-	pat, err := relaypattern.Parse(*rule)
+	pat, err := proxyRelayPattern(*rule)
 	if err != nil {
 		return 0
 	}
@@ -318,6 +318,17 @@ func (b *Broker) acceptance(rule *string) uint64 {
 		}
 	}
 	return mask
+}
+
+// proxyRelayPattern parses a proxy's AcceptedRelayPattern as Snowflake's
+// broker does: the trailing '$' is optional there (Snowflake's browser
+// proxies send "snowflake.torproject.net"), and a rule without it means
+// the same as with it. Proxies' own flags stay strict.
+func proxyRelayPattern(rule string) (relaypattern.Pattern, error) {
+	if rule != "" && !strings.HasSuffix(rule, "$") {
+		rule += "$"
+	}
+	return relaypattern.Parse(rule)
 }
 
 // serveClient handles a client's offer.

@@ -569,3 +569,47 @@ func TestSeparatePrometheus(t *testing.T) {
 	}
 	srv.Client().CloseIdleConnections()
 }
+
+// TestIPCount checks Snowflake's -ip-count-prefix: a proxy's poll counts
+// in its NAT's and its type's file, written by Run every IPCountInterval
+// (synctest: no real waiting), binned, without the address.
+func TestIPCount(t *testing.T) {
+	prefix := filepath.Join(t.TempDir(), "ips")
+	synctest.Test(t, func(t *testing.T) {
+		b, err := broker.New(broker.Config{IPCountPrefix: prefix, IPCountInterval: time.Hour, ProxyHold: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- b.Run(ctx) }()
+		body := `{"Sid":"abc","Version":"1.3","Type":"standalone","NAT":"unrestricted","Clients":0,"AcceptedRelayPattern":""}`
+		r := httptest.NewRequest(http.MethodPost, "/proxy", strings.NewReader(body))
+		r.RemoteAddr = "192.0.2.7:1234"
+		w := httptest.NewRecorder()
+		b.Handler().ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			t.Fatalf("poll: %d %s", w.Code, w.Body)
+		}
+		time.Sleep(time.Hour + time.Minute)
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+	for name, want := range map[string]string{"unrestricted": `"count":8`, "standalone": `"count":8`, "restricted": `"count":0`, "browser": `"count":0`} {
+		matches, _ := filepath.Glob(prefix + "-" + name + "-*.log")
+		if len(matches) != 1 {
+			t.Fatalf("%s: files %v", name, matches)
+		}
+		b, err := os.ReadFile(matches[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[0], want) || strings.Contains(string(b), "192.0.2.7") {
+			t.Errorf("%s: %s, want 2 lines, the first with %s", name, b, want)
+		}
+	}
+}

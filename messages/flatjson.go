@@ -39,7 +39,9 @@ import (
 //   - any other syntax error.
 //
 // Known keys match case-insensitively (ASCII letters only, which is what
-// encoding/json's folding does for an ASCII key), unknown keys are skipped,
+// encoding/json's folding does for an ASCII key into a struct field), or
+// byte for byte with exactKeys (the session description, which Snowflake
+// decodes into a map, whose keys never fold); unknown keys are skipped,
 // and when a key repeats the last occurrence wins, as in encoding/json. null
 // leaves a string or integer field unchanged and sets a *string field to
 // nil, as encoding/json does.
@@ -82,6 +84,12 @@ type flatText interface{ string | []byte }
 // fields[i] (len(out) >= len(fields), out zeroed by the caller). It returns
 // false if b is anything else; out is then garbage.
 func scanFlatObject[T flatText](b T, fields []flatField, out []flatValue) bool {
+	return scanFlat(b, fields, out, false)
+}
+
+// scanFlat is scanFlatObject; with exactKeys, keys must equal the field
+// names byte for byte.
+func scanFlat[T flatText](b T, fields []flatField, out []flatValue, exactKeys bool) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -109,7 +117,8 @@ func scanFlatObject[T flatText](b T, fields []flatField, out []flatValue) bool {
 		}
 		field := -1
 		for f := range fields {
-			if equalFoldASCII(b[keyStart:i], fields[f].name) {
+			if exactKeys && string(b[keyStart:i]) == fields[f].name ||
+				!exactKeys && equalFoldASCII(b[keyStart:i], fields[f].name) {
 				field = f
 				break
 			}
@@ -534,28 +543,45 @@ var (
 	sessionDescriptionCheckFields = [...]flatField{{"type", flatStringPtr}, {"sdp", flatStringPtrCheck}}
 )
 
-// parseSessionDescription is json.Unmarshal into a sessionDescriptionWire
-// (error not wrapped), with the fast path first; it returns the wire
-// struct's fields by value (a nil pointer as ok false). Without keepSDP, sdp
-// is "" when the fast path takes s. s must be valid UTF-8.
-func parseSessionDescription(s string, keepSDP bool) (typ string, typeOK bool, sdp string, sdpOK bool, err error) {
+// parseSessionDescription decodes s as Snowflake does, json.Unmarshal into
+// a map (so keys match exactly: "Type" or "SDP" is not "type" or "sdp"),
+// with the fast path first. The error is not wrapped; its text is
+// Snowflake's reason. Without keepSDP, sdp is "" when the fast path takes
+// s. s must be valid UTF-8.
+func parseSessionDescription(s string, keepSDP bool) (typ, sdp string, err error) {
 	fields := sessionDescriptionFields[:]
 	if !keepSDP {
 		fields = sessionDescriptionCheckFields[:]
 	}
 	var v [len(sessionDescriptionFields)]flatValue
-	if scanFlatObject(s, fields, v[:]) {
-		return v[0].str, v[0].set, v[1].str, v[1].set, nil
+	// A missing or null key is an error, worded by the slow path.
+	if scanFlat(s, fields, v[:], true) && v[0].set && v[1].set {
+		return v[0].str, v[1].str, nil
 	}
-	var w sessionDescriptionWire
-	if err := json.Unmarshal([]byte(s), &w); err != nil {
-		return "", false, "", false, err
+	return unmarshalSessionDescription(s)
+}
+
+// unmarshalSessionDescription is parseSessionDescription without the fast
+// path: the checks and texts of Snowflake's DeserializeSessionDescription,
+// in its order.
+func unmarshalSessionDescription(s string) (typ, sdp string, err error) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return "", "", err
 	}
-	if w.Type != nil {
-		typ, typeOK = *w.Type, true
+	t, ok := m["type"]
+	if !ok {
+		return "", "", errSDPNoType
 	}
-	if w.SDP != nil {
-		sdp, sdpOK = *w.SDP, true
+	d, ok := m["sdp"]
+	if !ok {
+		return "", "", errSDPNoSDP
 	}
-	return typ, typeOK, sdp, sdpOK, nil
+	if typ, ok = t.(string); !ok {
+		return "", "", errSDPTypeNotString
+	}
+	if sdp, ok = d.(string); !ok {
+		return "", "", errSDPNotString
+	}
+	return typ, sdp, nil
 }

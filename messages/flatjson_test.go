@@ -55,6 +55,13 @@ func TestFlatFieldTables(t *testing.T) {
 	}
 }
 
+// sessionDescriptionWire is the session description's keys as a struct,
+// for TestFlatFieldTables.
+type sessionDescriptionWire struct {
+	Type *string `json:"type"`
+	SDP  *string `json:"sdp"`
+}
+
 // jsonReference decodes b as the decoders did before the fast path: plain
 // json.Unmarshal into a zero T, errors wrapped the same way.
 func jsonReference[T any](b []byte) (T, error) {
@@ -113,16 +120,11 @@ func checkFlatDifferential(t *testing.T, b []byte) {
 		checkSameParse(t, "ClientPollResponse", b, got, gotErr, want, wantErr)
 	}
 	{
-		var got sessionDescriptionWire
-		typ, typeOK, sdp, sdpOK, gotErr := parseSessionDescription(string(b), true)
-		if typeOK {
-			got.Type = &typ
-		}
-		if sdpOK {
-			got.SDP = &sdp
-		}
-		var want sessionDescriptionWire
-		wantErr := json.Unmarshal(b, &want)
+		type parsed struct{ typ, sdp string }
+		var got, want parsed
+		var gotErr, wantErr error
+		got.typ, got.sdp, gotErr = parseSessionDescription(string(b), true)
+		want.typ, want.sdp, wantErr = unmarshalSessionDescription(string(b))
 		checkSameParse(t, "session description", b, got, gotErr, want, wantErr)
 		// The public decoder against the one without the fast path.
 		d, err := DecodeSessionDescription(string(b))
@@ -156,20 +158,14 @@ func referenceDecodeSessionDescription(s string) (SessionDescription, error) {
 	if hasControl(s) {
 		return SessionDescription{}, fmt.Errorf("%w: control character", ErrInvalidSessionDescription)
 	}
-	var w sessionDescriptionWire
-	if err := json.Unmarshal([]byte(s), &w); err != nil {
+	typ, sdp, err := unmarshalSessionDescription(s)
+	if err != nil {
 		return SessionDescription{}, fmt.Errorf("%w: %w", ErrInvalidSessionDescription, err)
 	}
-	if w.Type == nil {
-		return SessionDescription{}, fmt.Errorf("%w: no type", ErrInvalidSessionDescription)
+	if !validSDPType(typ) {
+		return SessionDescription{}, fmt.Errorf("%w: %w", ErrInvalidSessionDescription, errSDPUnknownType)
 	}
-	if w.SDP == nil {
-		return SessionDescription{}, fmt.Errorf("%w: no sdp", ErrInvalidSessionDescription)
-	}
-	if !validSDPType(*w.Type) {
-		return SessionDescription{}, fmt.Errorf("%w: unknown type", ErrInvalidSessionDescription)
-	}
-	return SessionDescription{Type: *w.Type, SDP: *w.SDP}, nil
+	return SessionDescription{Type: typ, SDP: sdp}, nil
 }
 
 // flatCases are inputs at the edges of the fast path: each must give the
@@ -191,7 +187,8 @@ var flatCases = []string{
 	`{"type":"offer","sdp":"v=0\r\n"}`, `{"type":"offer"}`, `{"sdp":""}`, `{"type":null,"sdp":""}`,
 	`{"type":"offer","type":null,"sdp":""}`, `{"TYPE":"answer","Sdp":"x"}`, `{"type":"Offer","sdp":""}`,
 	`{"type":"offer","sdp":"","sdp":"x"}`, `{"type":1,"sdp":""}`, `{"type":"offer","sdp":"","extra":{}}`,
-	`{"type":"offer","sdp":"\u003cb\u003e"}`,
+	`{"type":"offer","sdp":"\u003cb\u003e"}`, `{"Type":"offer","SDP":""}`, `{"ſdp":"","type":"offer"}`,
+	`{"\u0074ype":"offer","sdp":""}`, `{"type":"offer","sdp":"","x":1.5}`,
 }
 
 func TestFlatObjectDifferential(t *testing.T) {

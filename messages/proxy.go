@@ -132,8 +132,9 @@ func (r ProxyPollRequest) Encode() ([]byte, error) {
 //     description (DecodeSessionDescription): valid JSON without control
 //     characters, but it holds IP addresses and may hold markup, so scrub it
 //     before logging, escape it in pages, never use it as a label.
-//   - NAT: the client's NAT type, one of the three constants ("" on the wire
-//     becomes NATUnknown); safe everywhere.
+//   - NAT: the client's NAT type, one of the three constants ("" and any
+//     value this package does not know become NATUnknown: a newer broker
+//     may add types); safe everywhere.
 //   - NextPoll: milliseconds until the next poll, 0..MaxNextPoll; 0 means
 //     "not given".
 //   - RelayURL: empty, or a ws:// or wss:// URL of at most MaxRelayURLLength
@@ -155,7 +156,7 @@ func clampNextPoll(n int64) int64 {
 // DecodeProxyPollResponse decodes and validates a broker's poll response.
 // Errors: ErrTooLarge, ErrMalformed, ErrEmptyResponse (no Status),
 // ErrMissingOffer (client match without offer), ErrInvalidSessionDescription,
-// ErrInvalidNAT, ErrInvalidRelayURL. For "incorrect relay pattern" it returns
+// ErrInvalidRelayURL. For "incorrect relay pattern" it returns
 // the message and an error matching ErrIncorrectRelayPattern, so that the
 // proxy can still honour NextPoll; for a status it does not know, the message
 // and an error matching ErrUnknownStatus whose text quotes the status. In both
@@ -171,11 +172,11 @@ func DecodeProxyPollResponse(b []byte) (ProxyPollResponse, error) {
 	if r.Status == "" {
 		return ProxyPollResponse{}, ErrEmptyResponse
 	}
-	nat, err := NormalizeNAT(r.NAT)
-	if err != nil {
-		return ProxyPollResponse{}, err
+	if nat, err := NormalizeNAT(r.NAT); err == nil {
+		r.NAT = nat
+	} else {
+		r.NAT = NATUnknown
 	}
-	r.NAT = nat
 	r.NextPoll = clampNextPoll(r.NextPoll)
 	if r.RelayURL != "" {
 		if err := validateRelayURL(r.RelayURL); err != nil {

@@ -2,6 +2,7 @@ package messages
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -12,6 +13,17 @@ const (
 	SDPTypeAnswer   = "answer"
 	SDPTypePranswer = "pranswer"
 	SDPTypeRollback = "rollback"
+)
+
+// The reasons of a malformed session description, worded as Snowflake's
+// (a Snowflake client reads "malformed session description: <reason>").
+var (
+	errSDPNoType        = errors.New("cannot deserialize SessionDescription without type field")
+	errSDPNoSDP         = errors.New("cannot deserialize SessionDescription without sdp field")
+	errSDPTypeNotString = errors.New("invalid SDP type")
+	errSDPNotString     = errors.New("invalid SDP")
+	//lint:ignore ST1005 Snowflake's text, capital included
+	errSDPUnknownType = errors.New("Unknown SDP type")
 )
 
 // SessionDescription is a WebRTC session description as Snowflake serializes
@@ -29,13 +41,6 @@ type SessionDescription struct {
 	SDP  string `json:"sdp"`
 }
 
-// sessionDescriptionWire distinguishes missing (or null) keys from empty
-// ones.
-type sessionDescriptionWire struct {
-	Type *string `json:"type"`
-	SDP  *string `json:"sdp"`
-}
-
 func validSDPType(t string) bool {
 	switch t {
 	case SDPTypeOffer, SDPTypeAnswer, SDPTypePranswer, SDPTypeRollback:
@@ -48,8 +53,10 @@ func validSDPType(t string) bool {
 // at most MaxSessionDescriptionLength bytes of valid UTF-8 without control
 // characters (so no whitespace other than spaces between JSON tokens; Go and
 // browsers never write any), a JSON object with a string "type" (one of the
-// four types) and a string "sdp" (may be empty). Keys are matched
-// case-insensitively and unknown keys ignored, as Go's decoder does. Every
+// four types) and a string "sdp" (may be empty). Keys are matched exactly
+// ("Type" and "SDP" are not keys of a session description) and unknown keys
+// ignored, as Snowflake's decoder does: a key that only folds onto "type" or
+// "sdp" would pass here and fail at every Snowflake peer. Every
 // failure wraps ErrInvalidSessionDescription; the text is "malformed session
 // description: <reason>".
 func DecodeSessionDescription(s string) (SessionDescription, error) {
@@ -75,18 +82,12 @@ func decodeSessionDescription(s string, keepSDP bool) (SessionDescription, error
 	if hasControl(s) {
 		return SessionDescription{}, fmt.Errorf("%w: control character", ErrInvalidSessionDescription)
 	}
-	typ, typeOK, sdp, sdpOK, err := parseSessionDescription(s, keepSDP)
+	typ, sdp, err := parseSessionDescription(s, keepSDP)
 	if err != nil {
 		return SessionDescription{}, fmt.Errorf("%w: %w", ErrInvalidSessionDescription, err)
 	}
-	if !typeOK {
-		return SessionDescription{}, fmt.Errorf("%w: no type", ErrInvalidSessionDescription)
-	}
-	if !sdpOK {
-		return SessionDescription{}, fmt.Errorf("%w: no sdp", ErrInvalidSessionDescription)
-	}
 	if !validSDPType(typ) {
-		return SessionDescription{}, fmt.Errorf("%w: unknown type", ErrInvalidSessionDescription)
+		return SessionDescription{}, fmt.Errorf("%w: %w", ErrInvalidSessionDescription, errSDPUnknownType)
 	}
 	return SessionDescription{Type: typ, SDP: sdp}, nil
 }

@@ -57,6 +57,8 @@ type options struct {
 	geoipDB, geoip6DB   string
 	metricsLog          string
 	metricsInterval     time.Duration
+	ipCountPrefix       string
+	ipCountInterval     time.Duration
 	metricsAddr         string
 	unsafeLogging       bool
 	logLevel            string
@@ -105,6 +107,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.geoip6DB, "geoip6db", "/usr/share/tor/geoip6", "tor-format IPv6 geoip file; reloaded on SIGHUP (empty: no IPv6 table)")
 	fs.StringVar(&o.metricsLog, "metrics-log", "", "file the metrics descriptor is appended to every -metrics-interval, served at /metrics (empty: descriptors are logged and /metrics is 404)")
 	fs.DurationVar(&o.metricsInterval, "metrics-interval", broker.DefaultMetricsInterval, "period of the metrics descriptor (at least 1s)")
+	fs.StringVar(&o.ipCountPrefix, "ip-count-prefix", "", "count distinct proxy addresses per -ip-count-interval into files <prefix>-<category>-<start>.log (six categories, as Snowflake; counts binned to multiples of 8, addresses never stored); empty: off")
+	fs.DurationVar(&o.ipCountInterval, "ip-count-interval", time.Hour, "period of the -ip-count-prefix counts (at least 1s)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve GET /prometheus on this separate plain-HTTP listener instead of the main one")
 	fs.BoolVar(&o.unsafeLogging, "unsafe-logging", false, "do not scrub IP addresses from logs")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -259,6 +263,8 @@ func run(o *options) error {
 		GeoIP:               geo,
 		MetricsLogPath:      o.metricsLog,
 		MetricsInterval:     o.metricsInterval,
+		IPCountPrefix:       o.ipCountPrefix,
+		IPCountInterval:     o.ipCountInterval,
 		SeparatePrometheus:  o.metricsAddr != "",
 		Logger:              log,
 	})

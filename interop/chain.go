@@ -1,0 +1,307 @@
+package interop
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/messages"
+)
+
+// Impl names an implementation of a role.
+type Impl uint8
+
+// The two implementations.
+const (
+	Flurry Impl = iota
+	Snowflake
+)
+
+func (i Impl) String() string {
+	if i == Snowflake {
+		return "snowflake"
+	}
+	return "flurry"
+}
+
+// Roles says which implementation plays each role of a chain.
+type Roles struct {
+	Broker, Proxy, Client, Relay Impl
+}
+
+// String names the chain for test names and the matrix, e.g.
+// "broker=flurry,proxy=snowflake,client=snowflake,relay=snowflake".
+func (r Roles) String() string {
+	return fmt.Sprintf("broker=%s,proxy=%s,client=%s,relay=%s", r.Broker, r.Proxy, r.Client, r.Relay)
+}
+
+// Matrix returns the chains every interop run checks: all-Flurry,
+// all-Snowflake, and each role of one implementation swapped into a chain
+// of the other (ten chains).
+func Matrix() []Roles {
+	out := []Roles{{}, {Snowflake, Snowflake, Snowflake, Snowflake}}
+	for _, base := range []Impl{Snowflake, Flurry} {
+		other := Flurry
+		if base == Flurry {
+			other = Snowflake
+		}
+		for i := range 4 {
+			r := Roles{base, base, base, base}
+			*[]*Impl{&r.Broker, &r.Proxy, &r.Client, &r.Relay}[i] = other
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ChainConfig describes a chain: which binaries play which role, where its
+// files go, and the size of the file it serves.
+type ChainConfig struct {
+	Roles     Roles
+	Flurry    demo.Binaries
+	Snowflake SnowflakeBinaries
+	// Dir receives logs, the bridge list and the PT state directories.
+	Dir string
+	// FileSize is the target file's size; 0 means 20 MiB.
+	FileSize int64
+	// STUN is a STUN server URL for proxies and client (a loopback test
+	// server); empty means none is given.
+	STUN string
+}
+
+// Chain is a running chain of processes on 127.0.0.1: a target HTTP
+// server, the relay as a tor pluggable-transport server whose ORPort is the
+// target, a NAT probe (flurry-natprobe, so that proxies learn they are
+// unrestricted), the broker, proxies and the client as a tor
+// pluggable-transport client whose SOCKS port the test downloads through.
+// Every role gets Snowflake's command line whichever binary plays it.
+type Chain struct {
+	cfg ChainConfig
+
+	Target                  *demo.Target
+	Relay, Broker, NATProbe *demo.Process
+	Client                  *demo.Process
+	Proxies                 []*demo.Process
+	BrokerURL, RelayURL     string
+	SOCKSAddr, natProbeURL  string
+	nextProxy               int
+}
+
+// ErrChain reports a chain that could not start.
+var ErrChain = errors.New("interop: chain")
+
+// StartChain starts every part of the chain with one proxy and waits until
+// each is ready. On error whatever started is stopped.
+func StartChain(ctx context.Context, cfg ChainConfig) (*Chain, error) {
+	if cfg.FileSize == 0 {
+		cfg.FileSize = 20 << 20
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &Chain{cfg: cfg}
+	if err := c.start(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Chain) bin(role string) string {
+	r, f, s := c.cfg.Roles, c.cfg.Flurry, c.cfg.Snowflake
+	pick := func(i Impl, fl, sf string) string {
+		if i == Snowflake {
+			return sf
+		}
+		return fl
+	}
+	switch role {
+	case "broker":
+		return pick(r.Broker, f.Broker, s.Broker)
+	case "proxy":
+		return pick(r.Proxy, f.Proxy, s.Proxy)
+	case "client":
+		return pick(r.Client, f.Client, s.Client)
+	}
+	return pick(r.Relay, f.Relay, s.Server)
+}
+
+func (c *Chain) logPath(name string) string { return filepath.Join(c.cfg.Dir, name+".log") }
+
+func (c *Chain) start(ctx context.Context) error {
+	addrs, err := demo.FreeAddrs(3)
+	if err != nil {
+		return err
+	}
+	relayAddr, brokerAddr, probeAddr := addrs[0], addrs[1], addrs[2]
+	if c.Target, err = demo.StartTarget(c.cfg.FileSize); err != nil {
+		return err
+	}
+
+	// The relay, as tor would run it: a managed server transport.
+	c.RelayURL = "ws://" + relayAddr + "/"
+	relayState := filepath.Join(c.cfg.Dir, "relay-state")
+	if err := os.MkdirAll(relayState, 0o700); err != nil {
+		return err
+	}
+	c.Relay, err = demo.StartProcess(ctx, demo.ProcessConfig{
+		Name: "relay", Path: c.bin("relay"), LogPath: c.logPath("relay"),
+		Args: []string{"-disable-tls", "-unsafe-logging"},
+		Env: []string{
+			"TOR_PT_MANAGED_TRANSPORT_VER=1",
+			"TOR_PT_SERVER_TRANSPORTS=snowflake",
+			"TOR_PT_SERVER_BINDADDR=snowflake-" + relayAddr,
+			"TOR_PT_ORPORT=" + c.Target.Addr,
+			"TOR_PT_STATE_LOCATION=" + relayState,
+		},
+		CleanEnv: true,
+		Ready:    demo.TCPReady(relayAddr),
+	})
+	if err != nil {
+		return err
+	}
+
+	c.natProbeURL = "http://" + probeAddr + "/probe"
+	c.NATProbe, err = demo.StartProcess(ctx, demo.ProcessConfig{
+		Name: "natprobe", Path: c.cfg.Flurry.NATProbe, LogPath: c.logPath("natprobe"),
+		Args:  []string{"-disable-tls", "-addr", probeAddr, "-loopback-only", "-unsafe-logging"},
+		Ready: demo.TCPReady(probeAddr),
+	})
+	if err != nil {
+		return err
+	}
+
+	bridges := filepath.Join(c.cfg.Dir, "bridge-list.json")
+	if err := demo.WriteBridgeList(bridges, messages.DefaultBridgeFingerprint, c.RelayURL); err != nil {
+		return err
+	}
+	pollPath := filepath.Join(c.cfg.Dir, "poll-interval.json")
+	if err := os.WriteFile(pollPath, []byte(`{"unrestricted_poll_interval": 2000, "restricted_poll_interval": 2000}`+"\n"), 0o644); err != nil {
+		return err
+	}
+	c.BrokerURL = "http://" + brokerAddr + "/"
+	c.Broker, err = demo.StartProcess(ctx, demo.ProcessConfig{
+		Name: "broker", Path: c.bin("broker"), LogPath: c.logPath("broker"),
+		Args: []string{"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges,
+			"-allowed-relay-pattern", "^127.0.0.1$", "-poll-interval-filepath", pollPath,
+			"-disable-geoip", "-unsafe-logging"},
+		Dir:   c.cfg.Dir,
+		Ready: demo.HTTPReady(c.BrokerURL+"robots.txt", 200),
+	})
+	if err != nil {
+		return err
+	}
+
+	if _, err := c.StartProxy(ctx); err != nil {
+		return err
+	}
+
+	clientState := filepath.Join(c.cfg.Dir, "client-state")
+	if err := os.MkdirAll(clientState, 0o700); err != nil {
+		return err
+	}
+	args := []string{"-url", c.BrokerURL, "-max", "1", "-keep-local-addresses", "-unsafe-logging",
+		"-log", c.logPath("client-pt")}
+	if c.cfg.STUN != "" {
+		args = append(args, "-ice", c.cfg.STUN)
+	}
+	clientLog := c.logPath("client")
+	c.Client, err = demo.StartProcess(ctx, demo.ProcessConfig{
+		Name: "client", Path: c.bin("client"), LogPath: clientLog, Args: args,
+		Env: []string{
+			"TOR_PT_MANAGED_TRANSPORT_VER=1",
+			"TOR_PT_CLIENT_TRANSPORTS=snowflake",
+			"TOR_PT_STATE_LOCATION=" + clientState,
+		},
+		CleanEnv: true,
+		Ready: func(context.Context) error {
+			addr, err := cmethodAddr(clientLog)
+			if err == nil {
+				c.SOCKSAddr = addr
+			}
+			return err
+		},
+	})
+	return err
+}
+
+// cmethodAddr finds the SOCKS address a PT client announced on stdout
+// ("CMETHOD snowflake socks5 127.0.0.1:PORT").
+func cmethodAddr(logPath string) (string, error) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 4 && fields[0] == "CMETHOD" && fields[1] == "snowflake" && fields[2] == "socks5" {
+			return fields[3], nil
+		}
+		if len(fields) > 0 && fields[0] == "CMETHOD-ERROR" {
+			return "", fmt.Errorf("%w: client: %s", ErrChain, sc.Text())
+		}
+	}
+	return "", fmt.Errorf("%w: no CMETHOD line yet", ErrChain)
+}
+
+// StartProxy starts one more proxy (Snowflake's command line) and waits
+// until it has polled the broker once, judged by its log.
+func (c *Chain) StartProxy(ctx context.Context) (*demo.Process, error) {
+	c.nextProxy++
+	name := fmt.Sprintf("proxy-%d", c.nextProxy)
+	args := []string{"-broker", c.BrokerURL, "-relay", c.RelayURL,
+		"-allow-non-tls-relay", "-allow-proxying-to-private-addresses",
+		"-allowed-relay-hostname-pattern", "^127.0.0.1$", "-keep-local-addresses",
+		"-nat-probe-server", c.natProbeURL, "-poll-interval", "2s",
+		"-summary-interval", "1h", "-unsafe-logging", "-verbose"}
+	if c.cfg.STUN != "" {
+		args = append(args, "-stun", c.cfg.STUN)
+	}
+	p, err := demo.StartProcess(ctx, demo.ProcessConfig{
+		Name: name, Path: c.bin("proxy"), LogPath: c.logPath(name), Args: args,
+		ReadyTimeout: time.Minute,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.Proxies = append(c.Proxies, p)
+	return p, nil
+}
+
+// Processes returns the chain's processes, client first.
+func (c *Chain) Processes() []*demo.Process {
+	var out []*demo.Process
+	for _, p := range append(append([]*demo.Process{c.Client}, c.Proxies...), c.Broker, c.NATProbe, c.Relay) {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Close stops every process and the target.
+func (c *Chain) Close() {
+	for _, p := range c.Processes() {
+		p.Kill()
+	}
+	if c.Target != nil {
+		c.Target.Close()
+	}
+}
+
+// LogTails returns the end of every process's log, for a failure report.
+func (c *Chain) LogTails(n int) string {
+	var b strings.Builder
+	for _, p := range c.Processes() {
+		fmt.Fprintf(&b, "--- %s (%s)\n%s\n", p.Name(), p.LogPath(), p.LogTail(n))
+	}
+	return b.String()
+}

@@ -1,0 +1,213 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/stuntest"
+	"github.com/flurrypt/flurry/loadgen"
+)
+
+// chainFileSize is what every chain downloads.
+const chainFileSize = 20 << 20
+
+// startChain starts a chain in the child's namespace and stops it when the
+// test ends, printing the logs' ends if the test failed.
+func startChain(t *testing.T, ctx context.Context, roles Roles) *Chain {
+	t.Helper()
+	fl, sf := binaries(t)
+	c, err := StartChain(ctx, ChainConfig{
+		Roles: roles, Flurry: fl, Snowflake: sf, Dir: t.TempDir(), FileSize: chainFileSize,
+		STUN: stuntest.Start(t, netip.MustParseAddr("127.0.0.1")),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", c.LogTails(30))
+		}
+		c.Close()
+	})
+	return c
+}
+
+// TestChains downloads 20 MiB through each chain of the matrix (every role
+// Flurry's or Snowflake's, started with Snowflake's command lines) and
+// checks its SHA-256; the matrix of times and speeds is printed at the end.
+func TestChains(t *testing.T) {
+	var mu sync.Mutex
+	results := map[string]cellResult{}
+	for _, roles := range Matrix() {
+		t.Run(roles.String(), func(t *testing.T) {
+			if !inNetns(t, func(r cellResult) {
+				mu.Lock()
+				results[roles.String()] = r
+				mu.Unlock()
+			}) {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			c := startChain(t, ctx, roles)
+			before := cpuTimes(t, c)
+			res, err := demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, nil)
+			if err != nil {
+				t.Fatalf("download: %v", err)
+			}
+			perMB := map[string]float64{}
+			for role, cpu := range cpuTimes(t, c) {
+				perMB[role] = float64((cpu - before[role]).Milliseconds()) / (float64(res.Bytes) / 1e6)
+			}
+			t.Logf("%d bytes intact, first byte after %v, %.2f MB/s, CPU ms per MB %v", res.Bytes, res.FirstByte.Round(time.Millisecond), res.Throughput()/1e6, perMB)
+			report(t, cellResult{Name: roles.String(), Bytes: res.Bytes, FirstByte: res.FirstByte, Total: res.Total, MBps: res.Throughput() / 1e6, CPUPerMB: perMB})
+		})
+	}
+	if testing.Short() || len(results) == 0 {
+		return
+	}
+	t.Logf("interop matrix (%d MiB download through each chain, SHA-256 checked):\n%s", chainFileSize>>20, formatMatrix(results, false))
+}
+
+// cpuTimes returns the CPU time each role's process has used so far.
+func cpuTimes(t *testing.T, c *Chain) map[string]time.Duration {
+	t.Helper()
+	out := map[string]time.Duration{}
+	for role, p := range map[string]*demo.Process{"client": c.Client, "proxy": c.Proxies[0], "relay": c.Relay, "broker": c.Broker} {
+		s, err := loadgen.ReadProc(p.PID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[role] = s.CPU
+	}
+	return out
+}
+
+// formatMatrix prints one line per chain in Matrix order.
+func formatMatrix(results map[string]cellResult, stall bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-10s %-10s %-10s %-10s %10s %8s", "broker", "proxy", "client", "relay", "first byte", "MB/s")
+	if stall {
+		fmt.Fprintf(&b, " %8s", "stall")
+	} else {
+		fmt.Fprintf(&b, "   CPU ms/MB: %6s %6s %6s %6s", "client", "proxy", "relay", "broker")
+	}
+	b.WriteString("\n")
+	order := Matrix()
+	if stall {
+		order = failoverRoles()
+	}
+	for _, roles := range order {
+		r, ok := results[roles.String()]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "%-10s %-10s %-10s %-10s %10s %8.2f", roles.Broker, roles.Proxy, roles.Client, roles.Relay,
+			r.FirstByte.Round(10*time.Millisecond), r.MBps)
+		if stall {
+			fmt.Fprintf(&b, " %8s", r.Stall.Round(100*time.Millisecond))
+		} else {
+			fmt.Fprintf(&b, "              %6.1f %6.1f %6.1f %6.1f", r.CPUPerMB["client"], r.CPUPerMB["proxy"], r.CPUPerMB["relay"], r.CPUPerMB["broker"])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// failoverRoles are the chains of TestFailover: Flurry's client with
+// Snowflake's broker, proxy and server, and Snowflake's client with
+// Flurry's.
+func failoverRoles() []Roles {
+	return []Roles{
+		{Broker: Snowflake, Proxy: Snowflake, Client: Flurry, Relay: Snowflake},
+		{Broker: Flurry, Proxy: Flurry, Client: Snowflake, Relay: Flurry},
+	}
+}
+
+// TestFailover SIGKILLs the serving proxy at 30 % of a download and starts
+// a new one at once; the download must finish intact. The stall (from the
+// kill until bytes flow again) is recorded.
+func TestFailover(t *testing.T) {
+	var mu sync.Mutex
+	results := map[string]cellResult{}
+	for _, roles := range failoverRoles() {
+		t.Run(roles.String(), func(t *testing.T) {
+			if !inNetns(t, func(r cellResult) {
+				mu.Lock()
+				results[roles.String()] = r
+				mu.Unlock()
+			}) {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			c := startChain(t, ctx, roles)
+			var progress demo.Progress
+			type fetched struct {
+				res demo.FetchResult
+				err error
+			}
+			done := make(chan fetched, 1)
+			go func() {
+				res, err := demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, &progress)
+				done <- fetched{res, err}
+			}()
+			// Poll the byte count until 30 % has arrived.
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for progress.Bytes() < chainFileSize*3/10 {
+				select {
+				case f := <-done:
+					t.Fatalf("download ended before 30 %%: %+v, %v", f.res, f.err)
+				case <-ctx.Done():
+					t.Fatalf("30 %% not reached: %d bytes", progress.Bytes())
+				case <-tick.C:
+				}
+			}
+			old := c.Proxies[0]
+			if err := old.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed, at := time.Now(), progress.Bytes()
+			if _, err := c.StartProxy(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var stall time.Duration
+			for stall == 0 {
+				select {
+				case f := <-done:
+					if f.err != nil {
+						t.Fatalf("download after the kill: %v", f.err)
+					}
+					stall = time.Since(killed)
+					done <- f
+				case <-ctx.Done():
+					t.Fatalf("no byte after the kill (%d bytes)", progress.Bytes())
+				case <-tick.C:
+					// Bytes already in flight arrive just after the kill; a
+					// 64 KiB margin tells them from new ones.
+					if progress.Bytes() > at+64<<10 {
+						stall = time.Since(killed)
+					}
+				}
+			}
+			f := <-done
+			if f.err != nil {
+				t.Fatalf("download: %v", f.err)
+			}
+			t.Logf("%d bytes intact after the proxy kill; stall %v", f.res.Bytes, stall.Round(100*time.Millisecond))
+			report(t, cellResult{Name: roles.String(), Bytes: f.res.Bytes, FirstByte: f.res.FirstByte, Total: f.res.Total,
+				MBps: f.res.Throughput() / 1e6, Stall: stall})
+		})
+	}
+	if len(results) > 0 {
+		t.Logf("failover (serving proxy SIGKILLed at 30 %%, a new one started at once):\n%s", formatMatrix(results, true))
+	}
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Flurry and Snowflake v2.14.1 side by side, in one run, on loopback:
+# broker memory per waiting proxy poll and matches per second, relay memory
+# per idle carrier, each measured by flurry-loadgen against Flurry's binary
+# and then Snowflake's (built from Snowflake's Go module by
+# `make snowflake-bins`). Both relays run as tor would run them (managed
+# pluggable-transport server, TOR_PT_* environment). Results (tables and
+# JSON) go to $OUT. Run through `make sidebyside`; docs/performance.md
+# shows the figures. The chain figures (MB/s, CPU per MB per process) come
+# from `make interop`, whose matrix runs both implementations in one run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin}
+SF=${SF:?SF must name the directory of Snowflake's binaries (make snowflake-bins DIR=...)}
+OUT=${OUT:-out/sidebyside}
+DURATION=${DURATION:-10s}
+mkdir -p "$OUT"
+ulimit -n 65536 2>/dev/null || true
+
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+wait_port() {
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "nothing listens on $1" >&2
+	return 1
+}
+
+broker() { # name binary addr
+	echo "== $1 broker: memory per waiting poll at 1000 and 5000; matches/s with 500 proxies at 50 clients"
+	"$2" -disable-tls -disable-geoip -addr "$3" >"$OUT/$1-broker.log" 2>&1 &
+	local pid=$!; pids+=("$pid")
+	wait_port "$3"
+	"$BIN/flurry-loadgen" broker -quiet -url "http://$3" -pid "$pid" -proxies 500 -clients 50 \
+		-duration "$DURATION" -idle-polls 1000,5000 -json "$OUT/$1-broker.json" | tee "$OUT/$1-broker.txt"
+	kill "$pid"
+}
+
+relay() { # name binary addr
+	echo "== $1 relay (managed PT server): memory per idle carrier at 1000 and 5000"
+	local state; state=$(mktemp -d)
+	env -i PATH="$PATH" TOR_PT_MANAGED_TRANSPORT_VER=1 TOR_PT_SERVER_TRANSPORTS=snowflake \
+		TOR_PT_SERVER_BINDADDR="snowflake-$3" TOR_PT_ORPORT=127.0.0.1:9 TOR_PT_STATE_LOCATION="$state" \
+		"$2" -disable-tls >"$OUT/$1-relay.log" 2>&1 &
+	local pid=$!; pids+=("$pid")
+	wait_port "$3"
+	"$BIN/flurry-loadgen" relay -quiet -url "ws://$3/" -pid "$pid" -carriers 1000,5000 \
+		-throughput-carriers 0 -json "$OUT/$1-relay.json" | tee "$OUT/$1-relay.txt"
+	kill "$pid"
+	rm -rf "$state"
+}
+
+broker flurry "$BIN/flurry-broker" 127.0.0.1:18180
+broker snowflake "$SF/broker" 127.0.0.1:18181
+relay flurry "$BIN/flurry-relay" 127.0.0.1:18100
+relay snowflake "$SF/server" 127.0.0.1:18101
