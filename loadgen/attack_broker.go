@@ -72,6 +72,11 @@ type BrokerAttackConfig struct {
 	// can (one a WebRTC proxy could answer) at once. Default
 	// DefaultAttackProxies.
 	Proxies int
+	// ProxyInterval is how long an honest proxy waits after each poll
+	// before the next (a real one waits the broker's NextPoll, 20 s): it
+	// bounds how many proxies come back per second, which a pool-draining
+	// attack competes for. Zero means at once.
+	ProxyInterval time.Duration
 	// Clients honest clients send ClientRate offers per second in all.
 	// Defaults DefaultAttackClients and DefaultAttackClientRate.
 	Clients    int
@@ -94,13 +99,14 @@ type BrokerAttackConfig struct {
 
 // BrokerAttackResult is what RunBrokerAttack measured.
 type BrokerAttackResult struct {
-	URL          string  `json:"url"`
-	Attack       string  `json:"attack"`
-	AttackerAddr string  `json:"attacker_addr"`
-	Proxies      int     `json:"proxies"`
-	Clients      int     `json:"clients"`
-	ClientRate   float64 `json:"client_rate_per_sec"`
-	PhaseSeconds float64 `json:"phase_seconds"`
+	URL                  string  `json:"url"`
+	Attack               string  `json:"attack"`
+	AttackerAddr         string  `json:"attacker_addr"`
+	Proxies              int     `json:"proxies"`
+	ProxyIntervalSeconds float64 `json:"proxy_interval_seconds"`
+	Clients              int     `json:"clients"`
+	ClientRate           float64 `json:"client_rate_per_sec"`
+	PhaseSeconds         float64 `json:"phase_seconds"`
 
 	Baseline HonestPhase `json:"baseline"`
 	Flood    HonestPhase `json:"flood"`
@@ -186,7 +192,7 @@ func (cfg BrokerAttackConfig) withDefaults() (BrokerAttackConfig, netip.Addr, er
 		return cfg, attacker, fmt.Errorf("%w: concurrency %d out of range 1..%d", ErrInvalidConfig, cfg.Concurrency, maxAttackConns)
 	case cfg.Proxies < 1 || cfg.Proxies > 60_000 || cfg.Clients < 1 || cfg.Clients > 60_000:
 		return cfg, attacker, fmt.Errorf("%w: proxies and clients must be 1..60000", ErrInvalidConfig)
-	case cfg.ClientRate < 0 || cfg.AttackRate < 0 || cfg.Duration < 0 || cfg.RequestTimeout < 0:
+	case cfg.ClientRate < 0 || cfg.AttackRate < 0 || cfg.Duration < 0 || cfg.RequestTimeout < 0 || cfg.ProxyInterval < 0:
 		return cfg, attacker, fmt.Errorf("%w: negative rate or duration", ErrInvalidConfig)
 	}
 	if _, err := (messages.ClientPollRequest{Offer: fixedOffer, Fingerprint: cfg.Fingerprint}).Encode(); err != nil {
@@ -233,7 +239,7 @@ func RunBrokerAttack(ctx context.Context, cfg BrokerAttackConfig) (BrokerAttackR
 		return BrokerAttackResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	res := BrokerAttackResult{
-		URL: cfg.URL, Attack: cfg.Attack, AttackerAddr: attacker.String(), Proxies: cfg.Proxies,
+		URL: cfg.URL, Attack: cfg.Attack, AttackerAddr: attacker.String(), Proxies: cfg.Proxies, ProxyIntervalSeconds: seconds(cfg.ProxyInterval),
 		Clients: cfg.Clients, ClientRate: cfg.ClientRate, PhaseSeconds: seconds(cfg.Duration),
 	}
 
@@ -357,7 +363,10 @@ func (r *attackRun) proxyLoop(ctx context.Context, i int) {
 	hc := r.client.connFrom(ctx, peerAddr(1, i))
 	defer hc.close()
 	var sid [sidLength]byte
-	for ctx.Err() == nil {
+	for first := true; ctx.Err() == nil; first = false {
+		if !first && r.cfg.ProxyInterval > 0 {
+			sleepCtx(ctx, r.cfg.ProxyInterval)
+		}
 		fillSid(&sid)
 		status, resp, err := hc.post("/proxy", pollT.with(&sid), messages.MaxBodySize, nil)
 		if ctx.Err() != nil {
@@ -521,8 +530,8 @@ func (r *attackRun) attackMatched(resp []byte, armored bool) bool {
 
 // writeBrokerAttack writes a's table (Result.WriteTable).
 func writeBrokerAttack(w io.Writer, a *BrokerAttackResult) {
-	fmt.Fprintf(w, "\nbroker %s: attack %s from %s; %d honest proxies, %d honest clients at %.0f offers/s, %.0fs phases\n",
-		a.URL, a.Attack, a.AttackerAddr, a.Proxies, a.Clients, a.ClientRate, a.PhaseSeconds)
+	fmt.Fprintf(w, "\nbroker %s: attack %s from %s; %d honest proxies (%gs between polls), %d honest clients at %.0f offers/s, %.0fs phases\n",
+		a.URL, a.Attack, a.AttackerAddr, a.Proxies, a.ProxyIntervalSeconds, a.Clients, a.ClientRate, a.PhaseSeconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\thonest offers\tmatched\tmatch rate\tmatches/s\tdenials\ttimeouts\terrors\t")
 	for _, p := range []struct {

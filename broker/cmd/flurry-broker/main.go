@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -294,17 +295,8 @@ func run(o *options) error {
 		return err
 	}
 	cfg := b.Config()
-	longest := max(cfg.ProxyHold, cfg.ClientTimeout)
 	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	srv := &http.Server{
-		Handler:           b.Handler(),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       longest + serverSlack,
-		WriteTimeout:      longest + serverSlack,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          errorLog,
-	}
+	srv := newServer(b.Handler(), cfg, errorLog)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -442,6 +434,21 @@ func run(o *options) error {
 	}
 	wg.Wait()
 	return runErr
+}
+
+// newServer returns the broker's main HTTP server for h, with its limits:
+// the read and write timeouts outlast the longest long-poll of cfg.
+func newServer(h http.Handler, cfg broker.Config, errorLog *stdlog.Logger) *http.Server {
+	longest := max(cfg.ProxyHold, cfg.ClientTimeout)
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       longest + serverSlack,
+		WriteTimeout:      longest + serverSlack,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errorLog,
+	}
 }
 
 // openGeoIP loads the geoip databases the flags name, or returns nil with

@@ -60,6 +60,7 @@ func brokerAttackFlags(fs *flag.FlagSet, _ *common, attack string) runFunc {
 	fs.IntVar(&cfg.Concurrency, "concurrency", loadgen.DefaultAttackConcurrency, "attacker connections, each sending back to back")
 	fs.StringVar(&cfg.AttackerAddr, "attacker-addr", loadgen.DefaultAttackerAddr, "the attacker's source address (IPv4 loopback; honest peers use 127.1.x.y and 127.2.x.y)")
 	fs.IntVar(&cfg.Proxies, "proxies", loadgen.DefaultAttackProxies, "honest proxies, each from its own address")
+	fs.DurationVar(&cfg.ProxyInterval, "proxy-interval", 0, "an honest proxy's pause between polls (a real one waits NextPoll, 20s); 0: none")
 	fs.IntVar(&cfg.Clients, "clients", loadgen.DefaultAttackClients, "honest clients, each from its own address")
 	fs.Float64Var(&cfg.ClientRate, "rate", loadgen.DefaultAttackClientRate, "honest offers per second in all")
 	fs.DurationVar(&cfg.Duration, "duration", loadgen.DefaultAttackDuration, "length of each phase: without the attack, then with it")
