@@ -50,9 +50,10 @@ const (
 // The request comes from the cache, so its address says nothing of the
 // client: the statistics use the first public address among the offer's
 // ICE candidates (or its c= line) instead, as Snowflake does, and no
-// address at all when there is none. Like Snowflake, the endpoint is not
-// rate-limited per address (every AMP client shares the cache's addresses).
-// OPTIONS gets the CORS preflight answer; other methods than GET (even
+// address at all when there is none. The rate limits (AMPRate per address,
+// which is the cache's or that of whoever skips the cache, and
+// AMPGlobalRate) answer 429 without a page: a cache passes that on as an
+// error. OPTIONS gets the CORS preflight answer; other methods than GET (even
 // HEAD, which would use up a proxy for nothing) get 405.
 func (b *Broker) AMPHandler() http.Handler {
 	return http.HandlerFunc(b.serveAMP)
@@ -70,6 +71,10 @@ func (b *Broker) serveAMP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.Set("Allow", ampAllow)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if addr := b.addrs.Addr(r); !b.limits.allow(&b.limits.amp, addr) {
+		b.rateLimited(w, event.EndpointAMP, addr)
 		return
 	}
 	resp, err := b.ampClientPoll(r.Context(), r.URL.Path, start)

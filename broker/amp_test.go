@@ -186,9 +186,9 @@ const ampGeoIPv4 = "2130706432,2147483647,AA\n3405803776,3405804031,CA\n"
 // then the given server-reflexive one.
 func offerFrom(t testing.TB, srflx string) string {
 	t.Helper()
-	s, err := messages.SessionDescription{Type: "offer", SDP: "v=0\r\nc=IN IP4 0.0.0.0\r\n" +
-		"a=candidate:1 1 udp 2130706431 192.168.1.2 40000 typ host\r\n" +
-		"a=candidate:2 1 udp 1694498815 " + srflx + " 40001 typ srflx raddr 192.168.1.2 rport 40000\r\n"}.Encode()
+	s, err := messages.SessionDescription{Type: "offer", SDP: dataChannelSDP("",
+		"a=candidate:1 1 udp 2130706431 192.168.1.2 40000 typ host",
+		"a=candidate:2 1 udp 1694498815 "+srflx+" 40001 typ srflx raddr 192.168.1.2 rport 40000")}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/flurrypt/flurry/broker/internal/event"
 	"github.com/flurrypt/flurry/broker/internal/ipcount"
 	"github.com/flurrypt/flurry/broker/internal/matcher"
-	"github.com/flurrypt/flurry/broker/internal/ratelimit"
 	"github.com/flurrypt/flurry/broker/internal/stats"
 	"github.com/flurrypt/flurry/broker/internal/statuspage"
 	"github.com/flurrypt/flurry/broker/internal/strikes"
@@ -46,8 +45,7 @@ type Broker struct {
 	// were ignored (a reverse proxy missing from TrustedProxies).
 	warnForwarding sync.Once
 
-	proxyLimit  *ratelimit.Limiter
-	clientLimit *ratelimit.Limiter
+	limits limits // rate limits of the rendezvous paths
 	// strikes keys every proxy poll by its address and, when penalise,
 	// counts the matches each address left unanswered.
 	strikes  *strikes.Table
@@ -185,12 +183,7 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 		return nil, fmt.Errorf("%w: status page: %w", ErrMetrics, err)
 	}
 
-	exempt := cfg.RateLimitExempt
-	if !cfg.RateLimitLoopback {
-		exempt = append(exempt, netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"))
-	}
-	b.proxyLimit = ratelimit.New(ratelimit.Config{Rate: cfg.ProxyRate, Burst: cfg.ProxyBurst, MaxEntries: cfg.RateLimitEntries, Exempt: exempt})
-	b.clientLimit = ratelimit.New(ratelimit.Config{Rate: cfg.ClientRate, Burst: cfg.ClientBurst, MaxEntries: cfg.RateLimitEntries, Exempt: exempt})
+	b.limits = newLimits(cfg, time.Now)
 	// The table also gives proxies their keys when the penalty is off, so
 	// that unanswered matches are still counted in the statistics.
 	b.penalise = cfg.UnansweredPenalty > 0

@@ -36,12 +36,27 @@ func proxyPoll(t testing.TB, sid, nat string, clients int, pattern *string) []by
 	return b
 }
 
-// sd encodes a session description whose SDP carries tag.
+// sd encodes a session description whose SDP (a data channel offer a
+// proxy could answer, see dataChannelSDP) carries tag and one candidate.
 func sd(t testing.TB, typ, tag string) string {
 	t.Helper()
-	s, err := messages.SessionDescription{Type: typ, SDP: "v=0\r\na=candidate:1 1 udp 2130706431 127.0.0.1 9 typ host\r\na=tag:" + tag + "\r\n"}.Encode()
+	s, err := messages.SessionDescription{Type: typ, SDP: dataChannelSDP(tag, "a=candidate:1 1 udp 2130706431 127.0.0.1 9 typ host")}.Encode()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return s
+}
+
+// dataChannelSDP is the SDP of a data channel offer as pion writes it,
+// with an "a=tag:" line carrying tag and the given candidate lines.
+func dataChannelSDP(tag string, candidates ...string) string {
+	s := "v=0\r\no=- 7207834799972382898 1795978629 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n" +
+		"a=fingerprint:sha-256 E6:19:09:28:58:5F:E3:26:C7:18:13:B6:08:8D:49:E9:72:10:E7:5F:09:DB:B4:CD:51:71:56:D3:14:22:05:9B\r\n" +
+		"a=group:BUNDLE 0\r\na=tag:" + tag + "\r\n" +
+		"m=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\nc=IN IP4 0.0.0.0\r\na=setup:actpass\r\na=mid:0\r\n" +
+		"a=sctp-port:5000\r\na=ice-ufrag:YOnMbdqrylXCBgky\r\na=ice-pwd:IYWuAAHWDdajDPbUHlaNagGbuaidIqxw\r\n"
+	for _, c := range candidates {
+		s += c + "\r\n"
 	}
 	return s
 }
@@ -379,47 +394,8 @@ func TestCORSMethodsAndRobots(t *testing.T) {
 	}
 }
 
-func TestRateLimit(t *testing.T) {
-	tb := newTestBroker(t, broker.Config{
-		RateLimitLoopback: true,
-		ProxyRate:         0.001, ProxyBurst: 2,
-		ClientRate: 0.001, ClientBurst: 1,
-	})
-	for i := range 2 {
-		if got := tb.post(t, "/proxy", nil); got.status != http.StatusBadRequest {
-			t.Fatalf("proxy request %d = %d, want 400 (within the burst)", i, got.status)
-		}
-	}
-	got := tb.post(t, "/proxy", nil)
-	expect(t, "proxy over limit", got, http.StatusTooManyRequests, []byte("rate limit exceeded\n"))
-	if got.header.Get("Retry-After") == "" || got.header.Get("Access-Control-Allow-Origin") != "*" {
-		t.Errorf("429 headers = %v", got.header)
-	}
-	if got := tb.post(t, "/client", nil); got.status != http.StatusOK {
-		t.Fatalf("first client request = %d", got.status)
-	}
-	expect(t, "client over limit", tb.post(t, "/client", nil), http.StatusTooManyRequests, []byte("rate limit exceeded\n"))
-	// /answer is not limited; OPTIONS is never limited.
-	for range 3 {
-		if got := tb.post(t, "/answer", nil); got.status != http.StatusBadRequest {
-			t.Fatalf("answer = %d", got.status)
-		}
-		if got := tb.do(t, http.MethodOptions, "/proxy", nil, nil); got.status != http.StatusOK {
-			t.Fatalf("OPTIONS = %d", got.status)
-		}
-	}
-
-	// Loopback is exempt by default.
-	free := newTestBroker(t, broker.Config{ProxyRate: 0.001, ProxyBurst: 1})
-	for range 5 {
-		if got := free.post(t, "/proxy", nil); got.status != http.StatusBadRequest {
-			t.Fatalf("loopback limited: %d", got.status)
-		}
-	}
-}
-
 func TestTrustedProxies(t *testing.T) {
-	cfg := broker.Config{RateLimitLoopback: true, ProxyRate: 0.001, ProxyBurst: 1}
+	cfg := broker.Config{ProxyRate: 0.001, ProxyBurst: 1}
 	xff := func(a string) http.Header { return http.Header{"X-Forwarded-For": {a}} }
 
 	// Not trusted: the header is ignored, every request is 127.0.0.1's.
@@ -590,8 +566,11 @@ func shutdown(t *testing.T, tb *testBroker) {
 	for _, res := range results {
 		expect(t, "waiting poll", <-res, http.StatusOK, nm)
 	}
-	// Informational only (no timed assertion): all answered at once.
-	t.Logf("%d waiting polls answered %v after Shutdown", n, time.Since(start))
+	// "At once": long before the polls' hold (a minute) would have ended
+	// them; the bound is loose for a loaded machine.
+	if d := time.Since(start); d > longHold/4 {
+		t.Errorf("%d waiting polls answered %v after Shutdown, want well under their %v hold", n, d, longHold)
+	}
 	expect(t, "new poll", tb.post(t, "/proxy", proxyPoll(t, "late", "unrestricted", 0, ptr(""))), http.StatusOK, nm)
 	expect(t, "new client", tb.post(t, "/client", clientPoll(t, sd(t, "offer", "x"), "unrestricted", "")), http.StatusOK, vector(t, "client-poll-response-no-proxies.json"))
 }

@@ -36,6 +36,27 @@ const (
 	// front every client shares the CDN's addresses: set TrustedProxies.
 	DefaultClientRate  = 5.0
 	DefaultClientBurst = 50
+	// DefaultAnswerRate and DefaultAnswerBurst limit /answer per address:
+	// a proxy answers at most once per poll.
+	DefaultAnswerRate  = DefaultProxyRate
+	DefaultAnswerBurst = DefaultProxyBurst
+	// DefaultAMPRate and DefaultAMPBurst limit /amp/client/ per address.
+	// That address is the AMP cache's (one of many it fetches from), or
+	// that of someone who skips the cache.
+	DefaultAMPRate  = 5.0
+	DefaultAMPBurst = 50
+
+	// Endpoint-wide limits over all addresses (requests per second, and
+	// twice that as burst): a ceiling on the broker's work that no number
+	// of addresses lifts. A proxy polls about every 20 s, so the /proxy
+	// default serves 200 000 proxies; clients are far fewer.
+	DefaultProxyGlobalRate  = 10000.0
+	DefaultClientGlobalRate = 1000.0
+	DefaultAnswerGlobalRate = 1000.0
+	DefaultAMPGlobalRate    = 200.0
+	// DefaultSQSGlobalRate limits the SQS messages handled per second (an
+	// SQS message carries no client address to limit it by).
+	DefaultSQSGlobalRate = 100.0
 
 	// DefaultRelayURL is the relay of the built-in bridge list:
 	// flurry-relay's default listen address, so that a broker and a relay
@@ -55,8 +76,8 @@ const (
 )
 
 // Config configures a Broker. The zero value is a working broker with
-// Snowflake's timings, one bridge (DefaultRelayURL) and per-address rate
-// limits that exempt loopback.
+// Snowflake's timings, one bridge (DefaultRelayURL) and the default rate
+// limits on every rendezvous path.
 type Config struct {
 	// BridgeListPath is a bridge list file (Snowflake's NDJSON format, see
 	// internal/bridgelist). Empty: one bridge, Snowflake's default
@@ -90,18 +111,39 @@ type Config struct {
 	// DefaultClientTimeout.
 	ClientTimeout time.Duration
 
+	// Rate limits, per address then endpoint-wide, of each rendezvous
+	// path. A request's address is its TCP peer, or what the forwarding
+	// headers name when the peer is in TrustedProxies; loopback and private
+	// peers are limited like any other. IPv6 addresses are limited per /64.
+	//
 	// ProxyRate (requests per second) and ProxyBurst limit POST /proxy per
-	// client address (IPv6: per /64). Zero means the default; a negative
-	// rate disables the limit.
+	// address. Zero means the default; a negative rate disables the limit.
 	ProxyRate  float64
 	ProxyBurst int
 	// ClientRate and ClientBurst limit POST /client likewise.
 	ClientRate  float64
 	ClientBurst int
-	// RateLimitLoopback also limits loopback addresses, which are exempt by
-	// default (so that tests and a local load generator are not throttled).
-	RateLimitLoopback bool
-	// RateLimitExempt lists further prefixes that are never limited.
+	// AnswerRate and AnswerBurst limit POST /answer likewise.
+	AnswerRate  float64
+	AnswerBurst int
+	// AMPRate and AMPBurst limit GET /amp/client/ likewise.
+	AMPRate  float64
+	AMPBurst int
+	// ProxyGlobalRate, ClientGlobalRate, AnswerGlobalRate and AMPGlobalRate
+	// limit each endpoint over all addresses, SQSGlobalRate the SQS
+	// messages handled, with bursts of twice the rate. A request refused
+	// per address does not count against its endpoint's limit. Zero means
+	// the default; negative disables the limit.
+	ProxyGlobalRate  float64
+	ClientGlobalRate float64
+	AnswerGlobalRate float64
+	AMPGlobalRate    float64
+	SQSGlobalRate    float64
+	// DisableRateLimits turns every rate limit off, whatever the fields
+	// above say: for benchmarks on a closed test network only.
+	DisableRateLimits bool
+	// RateLimitExempt lists prefixes that no rate limit applies to (a
+	// monitoring host, say). Empty by default: nothing is exempt.
 	RateLimitExempt []netip.Prefix
 	// RateLimitEntries bounds each limiter's address table. Zero means
 	// 65536.
@@ -167,25 +209,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
 	}
-	if c.ProxyRate == 0 {
-		c.ProxyRate = DefaultProxyRate
-	}
-	if c.ProxyBurst == 0 {
-		c.ProxyBurst = DefaultProxyBurst
-	}
-	if c.ClientRate == 0 {
-		c.ClientRate = DefaultClientRate
-	}
-	if c.ClientBurst == 0 {
-		c.ClientBurst = DefaultClientBurst
-	}
+	c.setRateLimitDefaults()
 	if c.MetricsInterval == 0 {
 		c.MetricsInterval = DefaultMetricsInterval
 	}
 	if c.UnansweredPenalty == 0 {
 		c.UnansweredPenalty = DefaultUnansweredPenalty
 	}
-	c.RateLimitExempt = append([]netip.Prefix(nil), c.RateLimitExempt...)
 	c.TrustedProxies = append([]netip.Prefix(nil), c.TrustedProxies...)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -198,7 +228,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: client timeout %v is negative", ErrConfig, c.ClientTimeout)
 	case c.PollInterval < minPollInterval || c.PollInterval > maxPollInterval:
 		return c, fmt.Errorf("%w: poll interval %v is outside %v to %v", ErrConfig, c.PollInterval, minPollInterval, maxPollInterval)
-	case c.ProxyBurst < 0 || c.ClientBurst < 0:
+	case c.ProxyBurst < 0 || c.ClientBurst < 0 || c.AnswerBurst < 0 || c.AMPBurst < 0:
 		return c, fmt.Errorf("%w: negative rate limit burst", ErrConfig)
 	case c.RateLimitEntries < 0:
 		return c, fmt.Errorf("%w: negative rate limit table size", ErrConfig)

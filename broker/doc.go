@@ -41,7 +41,11 @@
 // Every response of the three rendezvous endpoints, /debug and /metrics
 // carries Access-Control-Allow-Origin: * and Access-Control-Allow-Headers:
 // Origin, X-Session-ID, as in Snowflake. Bodies over 100 000 bytes get 413;
-// an address over its rate limit gets 429.
+// a request over a rate limit gets 429. Every rendezvous path (these three,
+// /amp/client/ and SQS) is limited per address and over all addresses (see
+// Config); no address is exempt by default. A client's offer is parsed as
+// SDP and refused unless a WebRTC proxy could answer it, before any proxy
+// sees it.
 //
 // # Statistics
 //

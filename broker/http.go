@@ -11,7 +11,6 @@ import (
 
 	"github.com/flurrypt/flurry/broker/internal/event"
 	"github.com/flurrypt/flurry/broker/internal/matcher"
-	"github.com/flurrypt/flurry/broker/internal/ratelimit"
 	"github.com/flurrypt/flurry/broker/internal/stats"
 	"github.com/flurrypt/flurry/common/relaypattern"
 	"github.com/flurrypt/flurry/messages"
@@ -50,9 +49,9 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 func (b *Broker) Handler() http.Handler {
 	rec := b.stats
 	mux := http.NewServeMux()
-	mux.Handle("/proxy", b.endpoint(stats.EndpointProxy, event.EndpointProxy, b.proxyLimit, b.serveProxy))
-	mux.Handle("/client", b.endpoint(stats.EndpointClient, event.EndpointClient, b.clientLimit, answered(b.serveClient)))
-	mux.Handle("/answer", b.endpoint(stats.EndpointAnswer, event.EndpointAnswer, nil, answered(b.serveAnswer)))
+	mux.Handle("/proxy", b.endpoint(stats.EndpointProxy, event.EndpointProxy, &b.limits.proxy, b.serveProxy))
+	mux.Handle("/client", b.endpoint(stats.EndpointClient, event.EndpointClient, &b.limits.client, answered(b.serveClient)))
+	mux.Handle("/answer", b.endpoint(stats.EndpointAnswer, event.EndpointAnswer, &b.limits.answer, answered(b.serveAnswer)))
 	mux.Handle(AMPPathPrefix, rec.Instrument(stats.EndpointAMP, b.AMPHandler()))
 	mux.Handle("/debug", rec.Instrument(stats.EndpointDebug, b.withCORS(http.HandlerFunc(b.serveDebug))))
 	mux.Handle("/metrics", rec.Instrument(stats.EndpointMetrics, b.withCORS(rec.MetricsHandler())))
@@ -93,7 +92,8 @@ func (b *Broker) withCORS(h http.Handler) http.Handler {
 
 // serveDebug writes Snowflake's /debug summary of the proxies the matcher
 // holds: waiting, and matched with a client but not yet answered (which
-// Snowflake counts as available too).
+// Snowflake counts as available too). It reads counters the matcher keeps,
+// so its cost does not grow with the number of proxies.
 func (b *Broker) serveDebug(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -101,7 +101,7 @@ func (b *Broker) serveDebug(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var a stats.Available
-	b.match.EachSession(func(proxyType string, nat matcher.NAT) { a.Add(proxyType, natString(nat), 1) })
+	b.match.SessionCounts(func(proxyType string, nat matcher.NAT, n int) { a.Add(proxyType, natString(nat), n) })
 	h := w.Header()
 	h["Content-Type"] = b.ctype
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -123,9 +123,9 @@ func answered(serve func(w http.ResponseWriter, r *http.Request, addr netip.Addr
 }
 
 // endpoint wraps a rendezvous endpoint with CORS, the method check, the
-// per-address rate limit and the body limit, and records each request's
-// duration under the statistics endpoint name se.
-func (b *Broker) endpoint(se string, ep event.Endpoint, limit *ratelimit.Limiter, serve bodyHandler) http.Handler {
+// rate limits and the body limit, and records each request's duration
+// under the statistics endpoint name se.
+func (b *Broker) endpoint(se string, ep event.Endpoint, limit *pathLimit, serve bodyHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		if !b.serveEndpoint(w, r, ep, limit, serve, start) {
@@ -135,7 +135,7 @@ func (b *Broker) endpoint(se string, ep event.Endpoint, limit *ratelimit.Limiter
 }
 
 // serveEndpoint is endpoint's request handling; it returns serve's result.
-func (b *Broker) serveEndpoint(w http.ResponseWriter, r *http.Request, ep event.Endpoint, limit *ratelimit.Limiter, serve bodyHandler, start time.Time) bool {
+func (b *Broker) serveEndpoint(w http.ResponseWriter, r *http.Request, ep event.Endpoint, limit *pathLimit, serve bodyHandler, start time.Time) bool {
 	h := w.Header()
 	h["Access-Control-Allow-Origin"] = b.cors[0]
 	h["Access-Control-Allow-Headers"] = b.cors[1]
@@ -144,7 +144,7 @@ func (b *Broker) serveEndpoint(w http.ResponseWriter, r *http.Request, ep event.
 		b.warnForwarding.Do(func() {
 			b.cfg.Logger.Warn("a request from a loopback or private peer carries Forwarded or X-Forwarded-For, which is ignored: " +
 				"if a reverse proxy runs there, add its address to -trusted-proxies, or every client behind it looks like the proxy " +
-				"(loopback is exempt from rate limits; all share one geoip country)")
+				"(they share one rate limit and one geoip country)")
 		})
 	}
 	switch r.Method {
@@ -156,9 +156,8 @@ func (b *Broker) serveEndpoint(w http.ResponseWriter, r *http.Request, ep event.
 		b.reject(w, ep, event.ReasonMethod, addr, http.StatusMethodNotAllowed, "method not allowed")
 		return false
 	}
-	if !limit.Allow(addr) {
-		h.Set("Retry-After", "1")
-		b.reject(w, ep, event.ReasonRateLimited, addr, http.StatusTooManyRequests, "rate limit exceeded")
+	if !b.limits.allow(limit, addr) {
+		b.rateLimited(w, ep, addr)
 		return false
 	}
 	bufp, status := b.readBody(w, r)
@@ -280,13 +279,7 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 	pl := b.pools[poolIndex(nat)].Load()
 	switch {
 	case err == nil:
-		b.sink.ProxyPollEnded(ev, event.ProxyMatched)
-		body := b.matchResponse(offer, pl)
-		if body == nil {
-			http.Error(w, "internal error", http.StatusInternalServerError)
-			return false
-		}
-		b.write(w, body)
+		b.deliverMatch(w, r, p, ev, b.matchResponse(offer, pl))
 	case errors.Is(err, matcher.ErrNoMatch):
 		b.sink.ProxyPollEnded(ev, event.ProxyIdle)
 		b.write(w, pl.noMatch)
@@ -296,6 +289,39 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 	}
 	return false
 }
+
+// deliverMatch sends the match response body (nil if it could not be
+// encoded) to the proxy whose poll p was matched, and records the poll's
+// end. If the response cannot be sent, the proxy's connection is already
+// closed, or the write or flush fails, the offer never reached the proxy:
+// the match is abandoned, so that its client is released at once to the
+// next proxy (or "no proxies") instead of waiting out its time, and the
+// proxy gets no strike.
+func (b *Broker) deliverMatch(w http.ResponseWriter, r *http.Request, p *matcher.Proxy, ev event.Proxy, body []byte) {
+	err := r.Context().Err() // net/http saw the connection close
+	if err == nil && body == nil {
+		err = errEncodeMatch
+		http.Error(w, "internal error", http.StatusInternalServerError)
+	}
+	if err != nil {
+		_ = b.match.Abandon(p, err)
+		b.sink.ProxyPollEnded(ev, event.ProxyGone)
+		return
+	}
+	b.sink.ProxyPollEnded(ev, event.ProxyMatched)
+	w.Header()["Content-Type"] = b.ctype
+	if _, err = w.Write(body); err == nil {
+		err = http.NewResponseController(w).Flush()
+	}
+	if err != nil {
+		_ = b.match.Abandon(p, err)
+		b.cfg.Logger.Debug("match not delivered to the proxy: its client tries another")
+	}
+}
+
+// errEncodeMatch is the cause given to Matcher.Abandon when a match
+// response cannot be encoded.
+var errEncodeMatch = errors.New("cannot encode match response")
 
 // acceptance returns the set of bridges (bit i = bridge i) a proxy with the
 // given AcceptedRelayPattern may be matched with, or 0 if the proxy must be
@@ -343,6 +369,9 @@ func (b *Broker) serveClient(w http.ResponseWriter, r *http.Request, addr netip.
 		req, err = messages.DecodeLegacyClientPoll(body, r.Header.Get("Snowflake-NAT-Type"))
 	} else {
 		req, err = messages.DecodeClientPollRequest(body)
+	}
+	if err == nil {
+		_, err = checkOffer(req.Offer)
 	}
 	b.putBuf(bufp)
 	ev := event.Client{NAT: messages.NATUnknown, Addr: addr, Method: event.MethodHTTP, Legacy: legacy}

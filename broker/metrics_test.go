@@ -254,7 +254,7 @@ func TestStatsOfARendezvous(t *testing.T) {
 // NAT types and bodies are junk: after a first pass has created every
 // series such requests can, the set of series does not change.
 func TestJunkDoesNotGrowSeries(t *testing.T) {
-	tb := newTestBroker(t, broker.Config{ProxyHold: time.Millisecond, ProxyRate: -1, ClientRate: -1})
+	tb := newTestBroker(t, broker.Config{ProxyHold: time.Millisecond, DisableRateLimits: true})
 	nats := []string{"", "restricted", "unrestricted"}
 	junk := func(i int) (string, []byte) {
 		switch i % 4 {
@@ -308,7 +308,7 @@ func TestJunkDoesNotGrowSeries(t *testing.T) {
 // limiter, the method check, the size limit, the decoder and the duplicate
 // Sid check reach the statistics.
 func TestRejectedRequestsCounted(t *testing.T) {
-	tb := newTestBroker(t, broker.Config{ProxyHold: longHold, RateLimitLoopback: true, ProxyRate: 0.001, ProxyBurst: 2})
+	tb := newTestBroker(t, broker.Config{ProxyHold: longHold, ProxyRate: 0.001, ProxyBurst: 2})
 	poll := proxyPoll(t, "dupsid", messages.NATUnrestricted, 0, ptr(""))
 	waiting := async(func() response { return tb.post(t, "/proxy", poll) })
 	tb.rec.waitStarted(t, 1)

@@ -18,6 +18,10 @@ import (
 func (b *Broker) relayedClientPoll(ctx context.Context, body []byte, method event.Method) ([]byte, error) {
 	ev := event.Client{NAT: messages.NATUnknown, Method: method}
 	req, err := messages.DecodeClientPollRequest(body)
+	var desc messages.SessionDescription
+	if err == nil {
+		desc, err = checkOffer(req.Offer)
+	}
 	if err != nil {
 		b.sink.ClientPollEnded(ev, event.ClientBadRequest)
 		b.cfg.Logger.Debug("client request rejected", "method", method.String(), "reason", messageErrorText(err))
@@ -28,10 +32,8 @@ func (b *Broker) relayedClientPoll(ctx context.Context, body []byte, method even
 		return resp, nil
 	}
 	ev.NAT = req.NAT
-	if desc, err := messages.DecodeSessionDescription(req.Offer); err == nil {
-		if ip, ok := sdp.ClientIP(desc.SDP); ok {
-			ev.Addr = ip
-		}
+	if ip, ok := sdp.ClientIP(desc.SDP); ok {
+		ev.Addr = ip
 	}
 	answer, outcome := b.clientRendezvous(ctx, ev, req)
 	if outcome != event.ClientMatched {

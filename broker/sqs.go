@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,7 +34,8 @@ import (
 //
 // RunSQS creates the broker queue (MessageRetentionPeriod 300 s), long-polls
 // it (up to 10 messages, 15 s), and handles each message in its own
-// goroutine, at most SQSConfig.Concurrency at once: it checks the ClientID,
+// goroutine, at most SQSConfig.Concurrency at once: it checks the ClientID
+// and Config.SQSGlobalRate (a message beyond it is deleted unanswered),
 // creates the client queue, runs the same rendezvous as POST /client
 // (ClientTimeout from the moment it took the message), sends the reply to
 // the client queue and deletes the message. Every 30 s it deletes the client
@@ -336,6 +338,12 @@ func (r *sqsRun) handle(ctx context.Context, m types.Message) {
 	if !ok {
 		b.sink.ClientPollEnded(event.Client{NAT: messages.NATUnknown, Method: event.MethodSQS}, event.ClientBadRequest)
 		b.cfg.Logger.Debug("SQS message without a valid ClientID attribute: ignored")
+		return
+	}
+	if !b.limits.allowSQS() {
+		// Dropped without a reply, which would cost two more SQS calls:
+		// the client times out and tries again.
+		b.sink.RequestRejected(event.EndpointSQS, event.ReasonRateLimited, netip.Addr{})
 		return
 	}
 	callCtx, cancel := context.WithTimeout(base, sqsCallTimeout)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
@@ -82,9 +83,12 @@ type garbageStats struct {
 }
 
 // garbageClient posts malformed bodies to the broker's endpoints, about 50
-// a second, until ctx ends.
+// a second, until ctx ends. It comes from an address of its own,
+// 127.0.0.66: the broker's rate limits apply to loopback too, and the
+// well-behaved client at 127.0.0.1 must not share its bucket.
 func garbageClient(ctx context.Context, brokerURL string, st *garbageStats) {
-	hc := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{}}
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 66)}}
+	hc := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
 	defer hc.CloseIdleConnections()
 	bodies := []func() []byte{
 		func() []byte { return randomBytes(rand.IntN(2000)) },

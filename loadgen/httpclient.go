@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"syscall"
@@ -62,16 +63,23 @@ func newH1Client(u *url.URL, timeout time.Duration, insecure, allow bool) *h1Cli
 // time, redialled when needed. Requests end when ctx (fixed for the
 // connection's life) does.
 type h1Conn struct {
-	c    *h1Client
-	ctx  context.Context
-	conn net.Conn
-	br   *bufio.Reader
-	stop func() bool // unregisters the context.AfterFunc of conn
-	req  []byte      // request being written
-	body []byte      // last response body
+	c     *h1Client
+	ctx   context.Context
+	local netip.Addr // source address to dial from; zero: the system's choice
+	conn  net.Conn
+	br    *bufio.Reader
+	stop  func() bool // unregisters the context.AfterFunc of conn
+	req   []byte      // request being written
+	body  []byte      // last response body
 }
 
 func (c *h1Client) conn(ctx context.Context) *h1Conn { return &h1Conn{c: c, ctx: ctx} }
+
+// connFrom is conn for a connection from the source address local (for
+// example one of 127.0.0.0/8, so that a broker sees many peers).
+func (c *h1Client) connFrom(ctx context.Context, local netip.Addr) *h1Conn {
+	return &h1Conn{c: c, ctx: ctx, local: local}
+}
 
 // close closes the connection, if open.
 func (h *h1Conn) close() {
@@ -83,7 +91,13 @@ func (h *h1Conn) close() {
 }
 
 func (h *h1Conn) dial() error {
-	conn, err := h.c.dialer.DialContext(h.ctx, "tcp", h.c.addr)
+	d := h.c.dialer
+	if h.local.IsValid() {
+		withLocal := *d
+		withLocal.LocalAddr = &net.TCPAddr{IP: h.local.AsSlice()}
+		d = &withLocal
+	}
+	conn, err := d.DialContext(h.ctx, "tcp", h.c.addr)
 	if err != nil {
 		return err
 	}
@@ -110,6 +124,16 @@ func (h *h1Conn) dial() error {
 // most limit bytes), which stays valid until the next call. written, if
 // not nil, is called once the request is on the wire.
 func (h *h1Conn) post(path string, body []byte, limit int, written func()) (int, []byte, error) {
+	return h.do("POST", path, body, limit, written)
+}
+
+// get is post for a GET request (no body).
+func (h *h1Conn) get(path string, limit int) (int, []byte, error) {
+	return h.do("GET", path, nil, limit, nil)
+}
+
+// do sends a request; see post.
+func (h *h1Conn) do(method, path string, body []byte, limit int, written func()) (int, []byte, error) {
 	for attempt := 0; ; attempt++ {
 		reused := h.conn != nil
 		if !reused {
@@ -117,7 +141,7 @@ func (h *h1Conn) post(path string, body []byte, limit int, written func()) (int,
 				return 0, nil, err
 			}
 		}
-		status, resp, err := h.roundTrip(path, body, limit, written)
+		status, resp, err := h.roundTrip(method, path, body, limit, written)
 		if err == nil {
 			return status, resp, nil
 		}
@@ -148,7 +172,7 @@ func stale(err error) error {
 func (e *staleConnError) Error() string { return e.err.Error() }
 func (e *staleConnError) Unwrap() error { return e.err }
 
-func (h *h1Conn) roundTrip(path string, body []byte, limit int, written func()) (int, []byte, error) {
+func (h *h1Conn) roundTrip(method, path string, body []byte, limit int, written func()) (int, []byte, error) {
 	if h.c.timeout > 0 {
 		_ = h.conn.SetDeadline(time.Now().Add(h.c.timeout))
 	} else {
@@ -157,7 +181,7 @@ func (h *h1Conn) roundTrip(path string, body []byte, limit int, written func()) 
 	if err := h.ctx.Err(); err != nil { // before SetDeadline could undo the AfterFunc's
 		return 0, nil, err
 	}
-	req := append(h.req[:0], "POST "...)
+	req := append(append(h.req[:0], method...), ' ')
 	req = append(req, path...)
 	req = append(req, " HTTP/1.1\r\nHost: "...)
 	req = append(req, h.c.host...)

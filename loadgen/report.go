@@ -13,16 +13,17 @@ import (
 // Result is one flurry-loadgen invocation, as written by WriteJSON: the
 // machine and the results of whichever runs took place.
 type Result struct {
-	Tool            string            `json:"tool"`
-	Mode            string            `json:"mode"`
-	Started         time.Time         `json:"started"`
-	GoVersion       string            `json:"go_version"`
-	NumCPU          int               `json:"num_cpu"`
-	Broker          *BrokerResult     `json:"broker,omitempty"`
-	RelayIdle       *RelayIdleResult  `json:"relay_idle,omitempty"`
-	RelayThroughput *ThroughputResult `json:"relay_throughput,omitempty"`
-	Chain           *ChainResult      `json:"chain,omitempty"`
-	Error           string            `json:"error,omitempty"`
+	Tool            string              `json:"tool"`
+	Mode            string              `json:"mode"`
+	Started         time.Time           `json:"started"`
+	GoVersion       string              `json:"go_version"`
+	NumCPU          int                 `json:"num_cpu"`
+	Broker          *BrokerResult       `json:"broker,omitempty"`
+	RelayIdle       *RelayIdleResult    `json:"relay_idle,omitempty"`
+	RelayThroughput *ThroughputResult   `json:"relay_throughput,omitempty"`
+	Chain           *ChainResult        `json:"chain,omitempty"`
+	BrokerAttack    *BrokerAttackResult `json:"broker_attack,omitempty"`
+	Error           string              `json:"error,omitempty"`
 }
 
 // NewResult returns a Result for mode with the machine filled in.
@@ -121,6 +122,10 @@ func (r Result) WriteTable(w io.Writer) error {
 			fmt.Sprintf("%.1f", c.TTFB.P99Ms), fmt.Sprintf("%.1f", c.Total.P50Ms))
 		tw.Flush()
 		writeErrors(w, c.ErrorSamples)
+	}
+	if a := r.BrokerAttack; a != nil {
+		tw.Flush()
+		writeBrokerAttack(w, a)
 	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "\nerror: %s\n", r.Error)

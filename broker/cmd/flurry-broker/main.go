@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -67,7 +68,10 @@ type options struct {
 	unansweredPenalty        time.Duration
 	proxyRate, clientRate    float64
 	proxyBurst, clientBurst  int
-	rateLimitLoopback        bool
+	answerRate, ampRate      float64
+	answerBurst, ampBurst    int
+	globalRates              [5]float64 // proxy, client, answer, amp, sqs
+	disableRateLimits        bool
 	rateLimitExempt          string
 	trustedProxies           string
 
@@ -115,12 +119,28 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.DurationVar(&o.proxyHold, "proxy-hold", broker.DefaultProxyHold, "how long a proxy's poll is held waiting for a client")
 	fs.DurationVar(&o.clientTimeout, "client-timeout", broker.DefaultClientTimeout, "budget of a whole client request, including waiting for the proxy's answer")
 	fs.DurationVar(&o.unansweredPenalty, "unanswered-penalty", broker.DefaultUnansweredPenalty, "how long a proxy that took a client's offer and sent no answer within -client-timeout is matched after other proxies (per address: IPv4 address, IPv6 /64; each such strike counts for between half of this and all of it); 0 disables")
-	fs.Float64Var(&o.proxyRate, "proxy-rate", broker.DefaultProxyRate, "POST /proxy requests per second allowed per client address (IPv6: per /64); negative disables the limit")
-	fs.IntVar(&o.proxyBurst, "proxy-burst", broker.DefaultProxyBurst, "POST /proxy burst per client address")
-	fs.Float64Var(&o.clientRate, "client-rate", broker.DefaultClientRate, "POST /client requests per second allowed per client address (IPv6: per /64); negative disables the limit")
-	fs.IntVar(&o.clientBurst, "client-burst", broker.DefaultClientBurst, "POST /client burst per client address")
-	fs.BoolVar(&o.rateLimitLoopback, "rate-limit-loopback", false, "rate-limit loopback addresses too (exempt by default)")
-	fs.StringVar(&o.rateLimitExempt, "rate-limit-exempt", "", "comma-separated CIDRs or addresses never rate-limited")
+	fs.Float64Var(&o.proxyRate, "proxy-rate", broker.DefaultProxyRate, "POST /proxy requests per second allowed per address (IPv6: per /64); negative disables the limit")
+	fs.IntVar(&o.proxyBurst, "proxy-burst", broker.DefaultProxyBurst, "POST /proxy burst per address")
+	fs.Float64Var(&o.clientRate, "client-rate", broker.DefaultClientRate, "POST /client requests per second allowed per address (IPv6: per /64); negative disables the limit")
+	fs.IntVar(&o.clientBurst, "client-burst", broker.DefaultClientBurst, "POST /client burst per address")
+	fs.Float64Var(&o.answerRate, "answer-rate", broker.DefaultAnswerRate, "POST /answer requests per second allowed per address (IPv6: per /64); negative disables the limit")
+	fs.IntVar(&o.answerBurst, "answer-burst", broker.DefaultAnswerBurst, "POST /answer burst per address")
+	fs.Float64Var(&o.ampRate, "amp-rate", broker.DefaultAMPRate, "GET /amp/client/ requests per second allowed per address (the AMP cache's, or a client's that skips the cache); negative disables the limit")
+	fs.IntVar(&o.ampBurst, "amp-burst", broker.DefaultAMPBurst, "GET /amp/client/ burst per address")
+	for i, g := range [...]struct {
+		name, what string
+		def        float64
+	}{
+		{"proxy", "POST /proxy", broker.DefaultProxyGlobalRate},
+		{"client", "POST /client", broker.DefaultClientGlobalRate},
+		{"answer", "POST /answer", broker.DefaultAnswerGlobalRate},
+		{"amp", "GET /amp/client/", broker.DefaultAMPGlobalRate},
+		{"sqs", "SQS messages handled (beyond it they are deleted unanswered)", broker.DefaultSQSGlobalRate},
+	} {
+		fs.Float64Var(&o.globalRates[i], g.name+"-global-rate", g.def, g.what+": requests per second over all addresses, bursts of twice that; negative disables the limit")
+	}
+	fs.BoolVar(&o.disableRateLimits, "disable-rate-limits", false, "turn every rate limit off (benchmarks on a closed test network only)")
+	fs.StringVar(&o.rateLimitExempt, "rate-limit-exempt", "", "comma-separated CIDRs or addresses no rate limit applies to (none by default: loopback and private addresses are limited too)")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or addresses of reverse proxies/CDNs whose Forwarded and X-Forwarded-For headers are believed (for rate limits and statistics)")
 	fs.StringVar(&o.sqsName, "broker-sqs-name", "", "Amazon SQS queue to take client poll requests from (created if missing); needs -broker-sqs-region")
 	fs.StringVar(&o.sqsRegion, "broker-sqs-region", "", "AWS region of -broker-sqs-name, e.g. us-east-1")
@@ -257,7 +277,16 @@ func run(o *options) error {
 		ProxyBurst:          o.proxyBurst,
 		ClientRate:          o.clientRate,
 		ClientBurst:         o.clientBurst,
-		RateLimitLoopback:   o.rateLimitLoopback,
+		AnswerRate:          o.answerRate,
+		AnswerBurst:         o.answerBurst,
+		AMPRate:             o.ampRate,
+		AMPBurst:            o.ampBurst,
+		ProxyGlobalRate:     o.globalRates[0],
+		ClientGlobalRate:    o.globalRates[1],
+		AnswerGlobalRate:    o.globalRates[2],
+		AMPGlobalRate:       o.globalRates[3],
+		SQSGlobalRate:       o.globalRates[4],
+		DisableRateLimits:   o.disableRateLimits,
 		RateLimitExempt:     exempt,
 		TrustedProxies:      trusted,
 		GeoIP:               geo,
@@ -272,17 +301,8 @@ func run(o *options) error {
 		return err
 	}
 	cfg := b.Config()
-	longest := max(cfg.ProxyHold, cfg.ClientTimeout)
 	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	srv := &http.Server{
-		Handler:           b.Handler(),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       longest + serverSlack,
-		WriteTimeout:      longest + serverSlack,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          errorLog,
-	}
+	srv := newServer(b.Handler(), cfg, errorLog)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -420,6 +440,21 @@ func run(o *options) error {
 	}
 	wg.Wait()
 	return runErr
+}
+
+// newServer returns the broker's main HTTP server for h, with its limits:
+// the read and write timeouts outlast the longest long-poll of cfg.
+func newServer(h http.Handler, cfg broker.Config, errorLog *stdlog.Logger) *http.Server {
+	longest := max(cfg.ProxyHold, cfg.ClientTimeout)
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       longest + serverSlack,
+		WriteTimeout:      longest + serverSlack,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          errorLog,
+	}
 }
 
 // openGeoIP loads the geoip databases the flags name, or returns nil with

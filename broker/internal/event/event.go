@@ -158,6 +158,8 @@ const (
 	EndpointProxy Endpoint = iota
 	EndpointClient
 	EndpointAnswer
+	EndpointAMP // GET /amp/client/
+	EndpointSQS // SQS rendezvous (no HTTP request)
 )
 
 func (e Endpoint) String() string {
@@ -168,6 +170,10 @@ func (e Endpoint) String() string {
 		return "client"
 	case EndpointAnswer:
 		return "answer"
+	case EndpointAMP:
+		return "amp"
+	case EndpointSQS:
+		return "sqs"
 	}
 	return "unknown"
 }
@@ -179,7 +185,7 @@ type Reason uint8
 const (
 	ReasonMethod       Reason = iota // not POST or OPTIONS (405)
 	ReasonTooLarge                   // body over the limit (413)
-	ReasonRateLimited                // per-address limit exceeded (429)
+	ReasonRateLimited                // per-address or endpoint-wide rate limit exceeded (429)
 	ReasonMalformed                  // body unreadable or not a valid message (400)
 	ReasonDuplicateSid               // proxy poll with a Sid already waiting or matched (400)
 )

@@ -117,9 +117,13 @@ type Matcher struct {
 	mu       sync.Mutex
 	pools    [2]pool           // guarded by mu
 	sessions map[string]*Proxy // waiting and matched sessions by Sid; guarded by mu
-	seq      uint64            // guarded by mu
-	closed   bool              // guarded by mu
-	done     chan struct{}     // closed by Close
+	// kinds counts the sessions by Type and NAT, so that SessionCounts
+	// costs no walk over them; guarded by mu. Types come from a fixed
+	// set, so it stays small.
+	kinds  map[kind]int
+	seq    uint64        // guarded by mu
+	closed bool          // guarded by mu
+	done   chan struct{} // closed by Close
 
 	epoch     time.Time    // New's time, for lastMatch
 	lastMatch atomic.Int64 // when a client last took a proxy, ns since epoch; -1: never
@@ -129,6 +133,7 @@ type Matcher struct {
 func New() *Matcher {
 	m := &Matcher{
 		sessions: make(map[string]*Proxy),
+		kinds:    make(map[kind]int),
 		done:     make(chan struct{}),
 		epoch:    time.Now(),
 	}
@@ -182,16 +187,40 @@ func (m *Matcher) Stats() Stats {
 	return s
 }
 
-// EachSession calls f with the Type and NAT of every proxy the matcher
-// holds: waiting in a pool, or matched with a client whose answer has not
-// yet been delivered (Snowflake's idToSnowflake, which its /debug page
-// counts). f runs under the matcher's lock: it must be quick and must not
-// call the Matcher.
-func (m *Matcher) EachSession(f func(proxyType string, nat NAT)) {
+// kind is a proxy's Type and NAT, the key of Matcher.kinds.
+type kind struct {
+	typ string
+	nat NAT
+}
+
+// SessionCounts calls f with the number of proxies of each Type and NAT
+// the matcher holds (only those with n > 0): waiting in a pool, or matched
+// with a client whose answer has not yet been delivered (Snowflake's
+// idToSnowflake, which its /debug page counts). Its cost does not grow with
+// the number of proxies. f runs under the matcher's lock: it must be quick
+// and must not call the Matcher.
+func (m *Matcher) SessionCounts(f func(proxyType string, nat NAT, n int)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, p := range m.sessions {
-		f(p.Type, p.NAT)
+	for k, n := range m.kinds {
+		f(k.typ, k.nat, n)
+	}
+}
+
+// addSession puts p in the session map. Caller holds mu.
+func (m *Matcher) addSession(p *Proxy) {
+	m.sessions[p.Sid] = p
+	m.kinds[kind{p.Type, p.NAT}]++
+}
+
+// dropSession takes p out of the session map and marks it done. Caller
+// holds mu.
+func (m *Matcher) dropSession(p *Proxy) {
+	delete(m.sessions, p.Sid)
+	p.state = stateDone
+	k := kind{p.Type, p.NAT}
+	if m.kinds[k]--; m.kinds[k] <= 0 {
+		delete(m.kinds, k)
 	}
 }
 
@@ -223,7 +252,7 @@ func (m *Matcher) Enqueue(p *Proxy) error {
 	p.seq = m.seq
 	m.seq++
 	p.state = stateWaiting
-	m.sessions[p.Sid] = p
+	m.addSession(p)
 	m.poolFor(p.NAT).push(p)
 	return nil
 }
@@ -318,8 +347,7 @@ func (m *Matcher) abandon(p *Proxy, cause error) error {
 	case stateWaiting:
 		m.removeWaiting(p)
 	case stateMatched:
-		delete(m.sessions, p.Sid)
-		p.state = stateDone
+		m.dropSession(p)
 		p.client.proxyGone = true
 		close(p.client.done)
 	}
@@ -329,8 +357,7 @@ func (m *Matcher) abandon(p *Proxy, cause error) error {
 // removeWaiting takes a waiting p out of its pool and the map. Caller holds mu.
 func (m *Matcher) removeWaiting(p *Proxy) {
 	m.poolFor(p.NAT).remove(p)
-	delete(m.sessions, p.Sid)
-	p.state = stateDone
+	m.dropSession(p)
 }
 
 func (m *Matcher) poolFor(nat NAT) *pool {
@@ -422,8 +449,7 @@ func (m *Matcher) giveUp(p *Proxy, cw *client) bool {
 	if p.state != stateMatched || p.client != cw {
 		return false
 	}
-	delete(m.sessions, p.Sid)
-	p.state = stateDone
+	m.dropSession(p)
 	return true
 }
 
@@ -437,8 +463,7 @@ func (m *Matcher) Answer(sid, sdp string) (proxyType string, ok bool) {
 	if p == nil || p.state != stateMatched {
 		return "", false
 	}
-	delete(m.sessions, sid)
-	p.state = stateDone
+	m.dropSession(p)
 	p.client.answer = sdp
 	close(p.client.done)
 	return p.Type, true

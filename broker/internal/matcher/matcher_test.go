@@ -95,17 +95,28 @@ func TestMatchAndAnswer(t *testing.T) {
 	})
 }
 
-// sessions returns "type/nat" of every session EachSession reports, counted.
-func sessions(m *Matcher) map[string]int {
+// sessions returns the counts SessionCounts reports by "type/nat", and
+// fails t if they differ from a walk over every session.
+func sessions(t *testing.T, m *Matcher) map[string]int {
+	t.Helper()
 	out := map[string]int{}
-	m.EachSession(func(proxyType string, nat NAT) { out[fmt.Sprintf("%s/%d", proxyType, nat)]++ })
+	m.SessionCounts(func(proxyType string, nat NAT, n int) { out[fmt.Sprintf("%s/%d", proxyType, nat)] += n })
+	walk := map[string]int{}
+	m.mu.Lock()
+	for _, p := range m.sessions {
+		walk[fmt.Sprintf("%s/%d", p.Type, p.NAT)]++
+	}
+	m.mu.Unlock()
+	if fmt.Sprint(out) != fmt.Sprint(walk) {
+		t.Errorf("SessionCounts = %v, but the sessions are %v", out, walk)
+	}
 	return out
 }
 
-// TestEachSession checks that EachSession reports waiting proxies and
+// TestSessionCounts checks that SessionCounts reports waiting proxies and
 // matched proxies whose answer is outstanding, as Snowflake's /debug counts
-// them, and forgets a session once it is answered.
-func TestEachSession(t *testing.T) {
+// them, and forgets a session once it is answered, abandoned or given up.
+func TestSessionCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := New()
 		pu := proxy("u", NATUnrestricted, 0)
@@ -115,8 +126,8 @@ func TestEachSession(t *testing.T) {
 		resR := startPoll(t.Context(), m, pr)
 		synctest.Wait()
 		want := map[string]int{fmt.Sprintf("standalone/%d", NATUnrestricted): 1, fmt.Sprintf("webext/%d", NATRestricted): 1}
-		if got := sessions(m); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("waiting: EachSession = %v, want %v", got, want)
+		if got := sessions(t, m); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("waiting: SessionCounts = %v, want %v", got, want)
 		}
 		// A restricted client takes the unrestricted proxy, which stays a
 		// session until it answers.
@@ -131,8 +142,8 @@ func TestEachSession(t *testing.T) {
 		if s := m.Stats(); s.Matched != 1 || s.WaitingRestricted != 1 {
 			t.Fatalf("Stats = %+v, want one matched and one waiting", s)
 		}
-		if got := sessions(m); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("matched: EachSession = %v, want %v", got, want)
+		if got := sessions(t, m); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("matched: SessionCounts = %v, want %v", got, want)
 		}
 		if !answered(m.Answer("u", "answer")) {
 			t.Fatal("Answer failed")
@@ -141,15 +152,52 @@ func TestEachSession(t *testing.T) {
 			t.Fatalf("Rendezvous: %v", err)
 		}
 		want = map[string]int{fmt.Sprintf("webext/%d", NATRestricted): 1}
-		if got := sessions(m); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("answered: EachSession = %v, want %v", got, want)
+		if got := sessions(t, m); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("answered: SessionCounts = %v, want %v", got, want)
 		}
 		m.Close()
 		if r := <-resR; !errors.Is(r.err, ErrNoMatch) {
 			t.Fatalf("Poll after Close = %v, want ErrNoMatch", r.err)
 		}
-		if got := sessions(m); len(got) != 0 {
-			t.Fatalf("after Close: EachSession = %v, want none", got)
+		if got := sessions(t, m); len(got) != 0 {
+			t.Fatalf("after Close: SessionCounts = %v, want none", got)
+		}
+	})
+}
+
+// TestSessionCountsAbandoned checks the counts after a matched proxy whose
+// offer was not delivered is abandoned, and after a client gives up.
+func TestSessionCountsAbandoned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := New()
+		gone, silent := proxy("gone", NATUnrestricted, 0), proxy("silent", NATUnrestricted, 0)
+		for _, p := range []*Proxy{gone, silent} {
+			if err := m.Enqueue(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		errCh := make(chan error, 1)
+		go func() {
+			_, err := m.Rendezvous(ctx, ClientOffer{SDP: "offer", NAT: NATRestricted})
+			errCh <- err
+		}()
+		if _, err := m.Await(t.Context(), gone, time.Hour); err != nil {
+			t.Fatalf("Await: %v", err)
+		}
+		_ = m.Abandon(gone, errors.New("write failed")) // the client moves on to silent
+		if _, err := m.Await(t.Context(), silent, time.Hour); err != nil {
+			t.Fatalf("Await: %v", err)
+		}
+		if got := sessions(t, m); got[fmt.Sprintf("standalone/%d", NATUnrestricted)] != 1 {
+			t.Fatalf("SessionCounts = %v, want the silent proxy only", got)
+		}
+		if err := <-errCh; !errors.Is(err, ErrTimedOut) {
+			t.Fatalf("Rendezvous = %v, want ErrTimedOut", err)
+		}
+		if got := sessions(t, m); len(got) != 0 {
+			t.Fatalf("after the client gave up: SessionCounts = %v, want none", got)
 		}
 	})
 }

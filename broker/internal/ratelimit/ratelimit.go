@@ -25,8 +25,6 @@ type Config struct {
 	Burst int
 	// MaxEntries bounds the table. Zero means DefaultMaxEntries.
 	MaxEntries int
-	// Exempt lists prefixes that are never limited (e.g. loopback).
-	Exempt []netip.Prefix
 	// Now is a test seam for the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -36,11 +34,10 @@ const DefaultMaxEntries = 1 << 16
 
 // Limiter is a per-address rate limiter, safe for concurrent use.
 type Limiter struct {
-	limit  rate.Limit
-	burst  int
-	max    int
-	exempt []netip.Prefix
-	now    func() time.Time
+	limit rate.Limit
+	burst int
+	max   int
+	now   func() time.Time
 
 	mu      sync.Mutex
 	entries map[netip.Addr]*entry // guarded by mu
@@ -56,11 +53,10 @@ type entry struct {
 // New returns a Limiter for cfg.
 func New(cfg Config) *Limiter {
 	l := &Limiter{
-		limit:  rate.Limit(cfg.Rate),
-		burst:  max(cfg.Burst, 1),
-		max:    cfg.MaxEntries,
-		exempt: append([]netip.Prefix(nil), cfg.Exempt...),
-		now:    cfg.Now,
+		limit: rate.Limit(cfg.Rate),
+		burst: max(cfg.Burst, 1),
+		max:   cfg.MaxEntries,
+		now:   cfg.Now,
 	}
 	if l.max <= 0 {
 		l.max = DefaultMaxEntries
@@ -84,11 +80,6 @@ func (l *Limiter) Allow(addr netip.Addr) bool {
 		return true
 	}
 	addr = addr.Unmap()
-	for _, p := range l.exempt {
-		if p.Contains(addr) {
-			return true
-		}
-	}
 	key := addr
 	if addr.Is6() {
 		key = netip.PrefixFrom(addr, 64).Masked().Addr()

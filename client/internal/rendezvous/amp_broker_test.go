@@ -85,7 +85,12 @@ func TestAMPWithBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	offer, err := messages.SessionDescription{Type: "offer", SDP: "v=0\r\na=candidate:1 1 udp 2130706431 127.0.0.1 9 typ host\r\n"}.Encode()
+	// A data channel offer: the broker refuses offers no proxy could answer.
+	offer, err := messages.SessionDescription{Type: "offer", SDP: "v=0\r\no=- 7207834799972382898 1795978629 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n" +
+		"a=fingerprint:sha-256 E6:19:09:28:58:5F:E3:26:C7:18:13:B6:08:8D:49:E9:72:10:E7:5F:09:DB:B4:CD:51:71:56:D3:14:22:05:9B\r\n" +
+		"a=group:BUNDLE 0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\nc=IN IP4 0.0.0.0\r\na=setup:actpass\r\na=mid:0\r\n" +
+		"a=sctp-port:5000\r\na=ice-ufrag:YOnMbdqrylXCBgky\r\na=ice-pwd:IYWuAAHWDdajDPbUHlaNagGbuaidIqxw\r\n" +
+		"a=candidate:1 1 udp 2130706431 127.0.0.1 9 typ host\r\n"}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ modes:
   relay    idle WebSocket carriers (memory per carrier) and KCP+smux throughput through a relay
   chain    throughput and time to first byte through a SOCKS5 proxy (a running chain)
   target   a TCP echo, sink or source on loopback, to be a relay's -forward target
+  attack   an attack on a broker or relay beside honest load ("flurry-loadgen attack" lists them)
 
 Every target must be a loopback address unless -allow-non-loopback is given.
 Every run stops by itself (durations and counts; -max-time bounds the whole run).
@@ -109,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var c common
 	c.register(fs)
-	var runFn func(ctx context.Context, res *loadgen.Result, progress io.Writer) error
+	var runFn runFunc
 	switch mode {
 	case "broker":
 		runFn = brokerFlags(fs, &c)
@@ -119,6 +120,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		runFn = chainFlags(fs, &c)
 	case "target":
 		runFn = targetFlags(fs, &c, stdout)
+	case "attack":
+		var name string
+		var ok bool
+		if runFn, args, name, ok = attackFlags(fs, &c, args, stderr); !ok {
+			return 2
+		}
+		mode += " " + name
+		fs.Init("flurry-loadgen "+mode, flag.ContinueOnError)
 	default:
 		fmt.Fprintf(stderr, "unknown mode %q\n\n%s", mode, usage)
 		return 2
@@ -144,7 +153,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		res.Error = err.Error()
 	}
-	if res.Broker != nil || res.RelayIdle != nil || res.RelayThroughput != nil || res.Chain != nil {
+	if res.Broker != nil || res.RelayIdle != nil || res.RelayThroughput != nil || res.Chain != nil || res.BrokerAttack != nil {
 		if werr := res.WriteTable(stdout); werr != nil && err == nil {
 			err = werr
 		}

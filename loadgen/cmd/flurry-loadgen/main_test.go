@@ -45,7 +45,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestBrokerRun(t *testing.T) {
-	b, err := broker.New(broker.Config{})
+	b, err := broker.New(broker.Config{DisableRateLimits: true}) // every peer at one address
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +79,32 @@ func TestBrokerRun(t *testing.T) {
 	}
 	if svg, err := os.ReadFile(svgPath); err != nil || !bytes.Contains(svg, []byte("<polyline")) {
 		t.Fatalf("SVG: %v\n%s", err, svg)
+	}
+}
+
+// TestAttackRun runs "attack junk-offers" briefly against a broker with its
+// default limits, and checks the attack mode table's usage.
+func TestAttackRun(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"attack"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "amp-flood") {
+		t.Fatalf("attack without a mode: exit %d, stderr %s", code, stderr.String())
+	}
+	b, err := broker.New(broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b.Handler())
+	defer srv.Close()
+	defer b.Shutdown()
+	stdout.Reset()
+	stderr.Reset()
+	code := run(context.Background(), []string{"attack", "junk-offers", "-url", srv.URL, "-requests", "200", "-proxies", "4",
+		"-clients", "2", "-rate", "10", "-duration", "500ms", "-quiet"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "honest match rate during the attack") {
+		t.Errorf("no table on stdout:\n%s", stdout.String())
 	}
 }
 
