@@ -149,7 +149,7 @@ func startProxy(tb testing.TB, name, brokerURL, relayURL string) *realProxy {
 	p, err := proxy.New(proxy.Config{
 		BrokerURL:           brokerURL,
 		RelayURL:            relayURL,
-		AllowedRelayPattern: "^127.0.0.1$",
+		AllowedRelayPattern: "^127.0.0.1:*$",
 		AllowNonTLSRelay:    true,
 		AllowPrivateRelay:   true,
 		LoopbackOnly:        true,
