@@ -14,6 +14,7 @@ import (
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/sdp"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -98,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	var se webrtc.SettingEngine
+	se.LoggerFactory = pionlog.New(log)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	switch {
 	case cfg.LoopbackOnly:
