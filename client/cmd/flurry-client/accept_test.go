@@ -70,7 +70,6 @@ func greet(conn net.Conn) error {
 // Accept, one connection at a time, each for up to 5 s).
 func TestSilentConnectionDoesNotBlockOthers(t *testing.T) {
 	addr := startServer(t)
-	var silent []net.Conn
 	silentClosed := make(chan struct{})
 	var once sync.Once
 	for range 3 {
@@ -79,7 +78,6 @@ func TestSilentConnectionDoesNotBlockOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		silent = append(silent, c)
 		go func() {
 			_, _ = c.Read(make([]byte, 1))
 			once.Do(func() { close(silentClosed) })
