@@ -24,6 +24,34 @@ const hangGuard = 90 * time.Second
 // also under the race detector (about 6 to 10 s per test there).
 const transferSize = 20 << 20
 
+// Failover stall bounds, asserted by the failover tests: far above what
+// they measure (docs/client.md) and well under the timeouts that would
+// otherwise end the stall. Without failover, a lost proxy is noticed by the
+// 20 s idle timeout (Snowflake's), then replaced through a rendezvous.
+const (
+	idleTimeout = 20 * time.Second
+	// stallBoundReplaced: max=1, the proxy closes; a new rendezvous is on
+	// the critical path.
+	stallBoundReplaced = idleTimeout / 2
+	// stallBoundStalled: max=1, the proxy stays up but forwards nothing;
+	// the reply watch (2 s and more, following KCP's retransmission
+	// timeout) drops it, then a rendezvous.
+	stallBoundStalled = 3 * idleTimeout / 4
+	// stallBoundMultipath: max=2, one proxy dies; the other carries the
+	// retransmissions at once, without waiting for the dead one to be
+	// dropped (1 s of ICE silence) or replaced. Measured 0.1–0.3 s on an
+	// idle machine and up to 1.7 s at a load average of 30 on two cores.
+	stallBoundMultipath = idleTimeout / 4
+)
+
+// checkStall fails the test if the stream stalled longer than bound.
+func checkStall(tb testing.TB, got, bound time.Duration) {
+	tb.Helper()
+	if got >= bound {
+		tb.Errorf("the stream stalled %v after losing a proxy, want under %v", got.Round(time.Millisecond), bound)
+	}
+}
+
 // testLogger logs to t (only shown for failing tests or -v). pion runs
 // state-change callbacks on goroutines of its own that may log after the
 // test has returned; testing panics on such a Log, so once the test's
@@ -236,6 +264,7 @@ func TestInProcessFailover(t *testing.T) {
 		p1.CloseGracefully()
 	})
 	t.Logf("longest stall after closing the proxy: %v", res.maxGap)
+	checkStall(t, res.maxGap, stallBoundReplaced)
 	if res.sent != res.received {
 		t.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
 	}
@@ -254,7 +283,7 @@ func TestInProcessFailover(t *testing.T) {
 // TestInProcessMultipathKill runs max=2 over two proxies and kills one
 // silently (it drops every packet, as a SIGKILLed process would) in the
 // middle of the transfer. The transfer must complete intact; the longest
-// stall is logged.
+// stall must stay under stallBoundMultipath.
 func TestInProcessMultipathKill(t *testing.T) {
 	ch := dialInProcess(t, 3, 2)
 	p1, conn, events := ch.proxies[0], ch.conn, ch.events
@@ -266,6 +295,7 @@ func TestInProcessMultipathKill(t *testing.T) {
 		p1.Kill()
 	})
 	t.Logf("max=2, one proxy killed: longest stall %v (transfer of %d bytes)", res.maxGap, transferSize)
+	checkStall(t, res.maxGap, stallBoundMultipath)
 	if res.sent != res.received {
 		t.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
 	}
@@ -293,11 +323,47 @@ func TestInProcessStalledProxy(t *testing.T) {
 	e := waitEvent(t, events, client.EventProxyLost)
 	t.Logf("stalled proxy dropped %v after the stall (%v); longest stall of the stream %v",
 		e.Time.Sub(stalledAt).Round(time.Millisecond), e.Err, res.maxGap)
+	checkStall(t, res.maxGap, stallBoundStalled)
 	if !errors.Is(e.Err, client.ErrNoReply) {
 		t.Errorf("proxy lost for %v, want ErrNoReply", e.Err)
 	}
 	if p2.served.Load() != 1 {
 		t.Errorf("p2 served %d DataChannels, want 1", p2.served.Load())
+	}
+}
+
+// TestIdleProxyDropped: a proxy that keeps its DataChannel and ICE alive
+// but from which nothing arrives is dropped for ErrIdle after
+// Config.IdleTimeout (20 s by default; shortened here), also when the
+// session sends nothing either (so the reply watch has nothing to wait
+// for).
+func TestIdleProxyDropped(t *testing.T) {
+	relay := startTestRelay(t)
+	p1 := newTestProxy(t, "p1", relay)
+	broker := startTestBroker(t, p1)
+	events := make(chan client.Event, 64)
+	c, err := client.New(client.Config{
+		BrokerURL:    broker.URL(),
+		LoopbackOnly: true,
+		Events:       events,
+		Logger:       testLogger(t),
+		IdleTimeout:  time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	conn, err := c.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitEvent(t, events, client.EventProxyConnected)
+	p1.Stall()
+	if e := waitEvent(t, events, client.EventProxyLost); !errors.Is(e.Err, client.ErrIdle) {
+		t.Errorf("proxy lost for %v, want ErrIdle", e.Err)
 	}
 }
 

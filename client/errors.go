@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/flurrypt/flurry/client/internal/multipath"
+	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 )
 
 // Configuration errors, returned by New (wrapped with details).
@@ -37,4 +38,7 @@ var (
 	// for Config.ReplyTimeout (a proxy alive to WebRTC that forwards
 	// nothing).
 	ErrNoReply = multipath.ErrNoReply
+	// ErrIdle is the reason of an EventProxyLost for a proxy from which
+	// nothing arrived for Config.IdleTimeout (Snowflake's 20 s).
+	ErrIdle = webrtcpeer.ErrIdle
 )

@@ -17,7 +17,8 @@
 // statuses with an empty body: 400 for a body that is not a "client match"
 // poll response with a valid offer (Snowflake's probetest crashes the
 // request instead, reference item 26), 405 for methods other than POST and
-// OPTIONS, 413 for a body over the limit, 503 when MaxConcurrent probes are
+// OPTIONS, 413 for a body over the limit, 503 when MaxConcurrent probes (or
+// MaxPerAddress from the same address or IPv6 /64) are
 // already running. Every response carries Access-Control-Allow-Origin: *
 // so that browser proxies can probe too.
 //

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/sdp"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -30,6 +32,7 @@ const (
 	DefaultOpenTimeout   = 20 * time.Second // the proxy's own wait
 	DefaultCloseTimeout  = 5 * time.Second
 	DefaultMaxConcurrent = 64
+	DefaultMaxPerAddress = 4
 )
 
 // Config configures a Server; the zero value works.
@@ -53,21 +56,28 @@ type Config struct {
 	CloseTimeout time.Duration
 	// MaxConcurrent bounds the probes in progress; more get 503.
 	MaxConcurrent int
+	// MaxPerAddress bounds the probes in progress from one address (one
+	// /64 for IPv6), so that one peer cannot take every slot for the
+	// open timeout; more get 503. A proxy runs one probe at a time.
+	// The address is the TCP peer's: behind a reverse proxy, every
+	// probe shares the reverse proxy's.
+	MaxPerAddress int
 	// Logger receives the log; nil discards it.
 	Logger *slog.Logger
 }
 
 // Server answers NAT probes. Close it to end the probes in progress.
 type Server struct {
-	cfg  Config
-	log  *slog.Logger
-	api  *webrtc.API
-	sem  chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex    // guards closed and the wg.Add that follows the check
-	done chan struct{} // closed by Close
-	once sync.Once
-	open bool // guarded by mu: false once closed
+	cfg   Config
+	log   *slog.Logger
+	api   *webrtc.API
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex    // guards open, perIP and the wg.Add that follows the check
+	done  chan struct{} // closed by Close
+	once  sync.Once
+	open  bool                 // false once closed
+	perIP map[netip.Prefix]int // probes in progress per address
 }
 
 // New returns a Server.
@@ -85,7 +95,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxConcurrent == 0 {
 		cfg.MaxConcurrent = DefaultMaxConcurrent
 	}
-	if cfg.GatherTimeout < 0 || cfg.OpenTimeout < 0 || cfg.CloseTimeout < 0 || cfg.MaxConcurrent < 0 {
+	if cfg.MaxPerAddress == 0 {
+		cfg.MaxPerAddress = DefaultMaxPerAddress
+	}
+	if cfg.GatherTimeout < 0 || cfg.OpenTimeout < 0 || cfg.CloseTimeout < 0 || cfg.MaxConcurrent < 0 || cfg.MaxPerAddress < 0 {
 		return nil, fmt.Errorf("%w: negative value", ErrInvalidConfig)
 	}
 	for _, u := range cfg.STUNURLs {
@@ -98,6 +111,7 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	var se webrtc.SettingEngine
+	se.LoggerFactory = pionlog.New(log)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	switch {
 	case cfg.LoopbackOnly:
@@ -113,12 +127,13 @@ func New(cfg Config) (*Server, error) {
 		cfg.ConfigureSettingEngine(&se)
 	}
 	return &Server{
-		cfg:  cfg,
-		log:  log,
-		api:  webrtc.NewAPI(webrtc.WithSettingEngine(se)),
-		sem:  make(chan struct{}, cfg.MaxConcurrent),
-		done: make(chan struct{}),
-		open: true,
+		cfg:   cfg,
+		log:   log,
+		api:   webrtc.NewAPI(webrtc.WithSettingEngine(se)),
+		sem:   make(chan struct{}, cfg.MaxConcurrent),
+		done:  make(chan struct{}),
+		open:  true,
+		perIP: make(map[netip.Prefix]int),
 	}, nil
 }
 
@@ -143,15 +158,26 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// track registers one probe goroutine unless the server is closed.
-func (s *Server) track() bool {
+// track registers one probe goroutine from peer unless the server is
+// closed or peer has MaxPerAddress probes in progress; untrack undoes it.
+func (s *Server) track(peer netip.Prefix) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.open {
+	if !s.open || s.perIP[peer] >= s.cfg.MaxPerAddress {
 		return false
 	}
+	s.perIP[peer]++
 	s.wg.Add(1)
 	return true
+}
+
+func (s *Server) untrack(peer netip.Prefix) {
+	s.mu.Lock()
+	if s.perIP[peer]--; s.perIP[peer] <= 0 {
+		delete(s.perIP, peer)
+	}
+	s.mu.Unlock()
+	s.wg.Done()
 }
 
 func (s *Server) serveProbe(w http.ResponseWriter, r *http.Request) {
@@ -192,7 +218,8 @@ func (s *Server) serveProbe(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
-	if !s.track() {
+	peer := peerPrefix(r.RemoteAddr)
+	if !s.track(peer) {
 		<-s.sem
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
@@ -202,12 +229,12 @@ func (s *Server) serveProbe(w http.ResponseWriter, r *http.Request) {
 	pr, answer, status := s.answer(r, offer.SDP)
 	if status != http.StatusOK {
 		<-s.sem
-		s.wg.Done()
+		s.untrack(peer)
 		w.WriteHeader(status)
 		return
 	}
 	go func() {
-		defer s.wg.Done()
+		defer s.untrack(peer)
 		defer func() { <-s.sem }()
 		pr.await(s)
 	}()

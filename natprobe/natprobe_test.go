@@ -3,6 +3,7 @@ package natprobe
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -187,5 +188,56 @@ func TestNewConfig(t *testing.T) {
 	s, err := New(Config{})
 	if err != nil || s.cfg.GatherTimeout != DefaultGatherTimeout || s.cfg.MaxConcurrent != DefaultMaxConcurrent {
 		t.Errorf("defaults: %+v, %v", s.cfg, err)
+	}
+}
+
+// TestProbeLimitPerAddress: one address holds at most MaxPerAddress
+// probes; another address still gets one while the first is at its cap.
+func TestProbeLimitPerAddress(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	s, hs := newTestServer(t, Config{LoopbackOnly: true, MaxConcurrent: 8, MaxPerAddress: 2})
+	from := func(local string) *http.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	}
+	post := func(c *http.Client) int {
+		_, _, body := snowflakeProbeBody(t)
+		resp, err := c.Post(hs.URL+Path, "", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	a, b := from("127.0.0.1"), from("127.0.0.2")
+	defer a.CloseIdleConnections()
+	defer b.CloseIdleConnections()
+	for i := range 2 {
+		if st := post(a); st != http.StatusOK {
+			t.Fatalf("probe %d from 127.0.0.1: %d", i+1, st)
+		}
+	}
+	if st := post(a); st != http.StatusServiceUnavailable {
+		t.Errorf("third probe from 127.0.0.1: %d, want 503", st)
+	}
+	if st := post(b); st != http.StatusOK {
+		t.Errorf("probe from 127.0.0.2 while 127.0.0.1 is at its cap: %d, want 200", st)
+	}
+	s.Close()
+	hs.Close()
+}
+
+func TestPeerPrefix(t *testing.T) {
+	tests := []struct{ remote, want string }{
+		{"192.0.2.1:443", "192.0.2.1/32"},
+		{"[::ffff:192.0.2.1]:443", "192.0.2.1/32"},
+		{"[2001:db8:1:2:3:4:5:6]:443", "2001:db8:1:2::/64"},
+		{"[fe80::1%eth0]:443", "fe80::/64"},
+		{"nonsense", "invalid Prefix"},
+	}
+	for _, tt := range tests {
+		if got := peerPrefix(tt.remote).String(); got != tt.want {
+			t.Errorf("peerPrefix(%q) = %s, want %s", tt.remote, got, tt.want)
+		}
 	}
 }

@@ -104,7 +104,7 @@ func newTestProxy(t testing.TB, mod func(*Config)) *Proxy {
 	t.Helper()
 	cfg := Config{
 		BrokerURL:           "http://127.0.0.1:1/",
-		AllowedRelayPattern: "127.0.0.1$",
+		AllowedRelayPattern: "127.0.0.1:*$",
 		AllowNonTLSRelay:    true,
 		AllowPrivateRelay:   true,
 		LoopbackOnly:        true,

@@ -54,11 +54,15 @@ type Config struct {
 	// reachability is checked before the first poll. Empty: serve only
 	// clients for which the broker names a relay.
 	RelayURL string
-	// AllowedRelayPattern is sent to the broker as AcceptedRelayPattern and
-	// checked against every relay hostname (common/relaypattern syntax; it
-	// must end with '$'). Empty: RelayURL's hostname followed by "$"
-	// (for wss://snowflake.torproject.net/ that is Snowflake's default
-	// "snowflake.torproject.net$"); without RelayURL it must be set.
+	// AllowedRelayPattern is checked against every relay URL: its hostname
+	// part is sent to the broker as AcceptedRelayPattern (common/relaypattern
+	// syntax; it must end with '$'), and an optional ":ports" part before
+	// the '$' lists the ports allowed ("relay.example:443,8443$", ":*" for
+	// any); without it only port 443 (80 for ws://) is. Empty: RelayURL's
+	// hostname followed by "$" (for wss://snowflake.torproject.net/ that is
+	// Snowflake's default "snowflake.torproject.net$"), with RelayURL's port
+	// if it names another; without RelayURL it must be set. See
+	// relayports.go.
 	AllowedRelayPattern string
 	// AllowNonTLSRelay permits ws:// relays.
 	AllowNonTLSRelay bool
@@ -155,6 +159,7 @@ type settings struct {
 	Config
 	brokerPoll, brokerAnswer *url.URL
 	pattern                  relaypattern.Pattern
+	relayPorts               portSet
 	natProbe                 *url.URL
 	outbound                 netip.Addr
 }
@@ -187,12 +192,15 @@ func (cfg Config) settle() (*settings, error) {
 		if err != nil || u.Hostname() == "" {
 			return nil, fmt.Errorf("%w: relay URL %q", ErrInvalidConfig, s.RelayURL)
 		}
-		rule = u.Hostname() + "$"
-		s.AllowedRelayPattern = rule
+		rule = defaultRelayRule(u)
 	}
 	if !strings.HasSuffix(rule, "$") {
 		return nil, fmt.Errorf("%w: relay pattern %q must end with $", ErrInvalidConfig, rule)
 	}
+	if rule, s.relayPorts, err = splitRelayPattern(rule); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	s.AllowedRelayPattern = rule // the hostname part, for the broker
 	if s.pattern, err = relaypattern.Parse(rule); err != nil {
 		return nil, fmt.Errorf("%w: relay pattern: %w", ErrInvalidConfig, err)
 	}
@@ -264,6 +272,20 @@ func (cfg Config) settle() (*settings, error) {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	return s, nil
+}
+
+// defaultRelayRule is the pattern that allows exactly the default relay's
+// hostname suffix and port.
+func defaultRelayRule(u *url.URL) string {
+	host := u.Hostname()
+	port := u.Port()
+	if port == "" || port == strconv.Itoa(int(defaultPort(u.Scheme))) {
+		return host + "$"
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + port + "$"
 }
 
 // ParsePortRange parses the -ephemeral-ports-range flag value "min:max"

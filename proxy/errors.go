@@ -22,8 +22,11 @@ var (
 	// ErrRelayHostname: the hostname does not match the accepted relay
 	// pattern.
 	ErrRelayHostname = errors.New("relay hostname does not match the accepted pattern")
+	// ErrRelayPort: the relay URL's port is not one the pattern allows
+	// (443 unless the pattern lists ports).
+	ErrRelayPort = errors.New("relay port not allowed by the pattern")
 	// ErrRelayPrivate: the relay's address, literal or resolved, is not a
-	// public address.
+	// public address (see addrpolicy.go).
 	ErrRelayPrivate = errors.New("relay address is not public")
 	// ErrRelayResolve: the relay's hostname did not resolve.
 	ErrRelayResolve = errors.New("cannot resolve relay hostname")

@@ -120,7 +120,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		}
 	}
 	p.log.Info("proxy starting", "broker", p.s.BrokerURL, "relay", p.s.RelayURL,
-		"pattern", p.s.AllowedRelayPattern, "capacity", p.s.Capacity)
+		"pattern", p.s.AllowedRelayPattern, "relay_ports", p.s.relayPorts.String(), "capacity", p.s.Capacity)
 	if p.s.natProbe != nil {
 		wg.Go(func() { p.natLoop(ctx) })
 	}
@@ -257,7 +257,7 @@ func (p *Proxy) checkDefaultRelay(ctx context.Context, retry time.Duration) time
 	if err != nil {
 		if ctx.Err() == nil {
 			p.log.Warn("default relay unreachable; serving only clients for which the broker names another relay",
-				"relay", p.s.RelayURL, "err", err, "retry_in", retry)
+				"relay", p.s.RelayURL, "err", logReason(err), "retry_in", retry)
 		}
 		p.relayUp.Store(false)
 		return retry

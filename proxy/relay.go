@@ -8,17 +8,18 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"sync"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/flurrypt/flurry/common/relaypattern"
-	"github.com/flurrypt/flurry/common/sdp"
 )
 
 // relayPolicy decides which relays the proxy may connect to.
 type relayPolicy struct {
 	pattern      relaypattern.Pattern
+	ports        portSet
 	allowNonTLS  bool
 	allowPrivate bool
 	resolver     Resolver
@@ -31,6 +32,7 @@ func (s *settings) policy() relayPolicy {
 	}
 	return relayPolicy{
 		pattern:      s.pattern,
+		ports:        s.relayPorts,
 		allowNonTLS:  s.AllowNonTLSRelay,
 		allowPrivate: s.AllowPrivateRelay,
 		resolver:     r,
@@ -39,7 +41,8 @@ func (s *settings) policy() relayPolicy {
 
 // checkURL applies the checks that need no network: the URL parses and has
 // a host, a literal IP is public (unless private relays are allowed), the
-// scheme is wss (or ws when allowed), and the hostname matches the pattern.
+// scheme is wss (or ws when allowed), and the hostname and port match the
+// pattern.
 // The order follows Snowflake's checkIsRelayURLAcceptable.
 func (r relayPolicy) checkURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
@@ -47,7 +50,7 @@ func (r relayPolicy) checkURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: %w", ErrRelayURL, err)
 	}
 	host := u.Hostname()
-	if ip, err := netip.ParseAddr(host); err == nil && !r.allowPrivate && sdp.IsLocal(ip) {
+	if ip, err := netip.ParseAddr(host); err == nil && !r.allowPrivate && notGlobal(ip) {
 		return nil, ErrRelayPrivate
 	}
 	switch u.Scheme {
@@ -65,6 +68,17 @@ func (r relayPolicy) checkURL(raw string) (*url.URL, error) {
 	if !r.pattern.Match(host) {
 		return nil, ErrRelayHostname
 	}
+	port := defaultPort(u.Scheme)
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return nil, ErrRelayURL
+		}
+		port = uint16(n)
+	}
+	if !r.ports.allows(port, defaultPort(u.Scheme)) {
+		return nil, ErrRelayPort
+	}
 	return u, nil
 }
 
@@ -72,7 +86,7 @@ func (r relayPolicy) checkURL(raw string) (*url.URL, error) {
 // address check. A literal IP is returned as is.
 func (r relayPolicy) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if !r.allowPrivate && sdp.IsLocal(ip) {
+		if !r.allowPrivate && notGlobal(ip) {
 			return nil, ErrRelayPrivate
 		}
 		return []netip.Addr{ip}, nil
@@ -88,7 +102,7 @@ func (r relayPolicy) resolve(ctx context.Context, host string) ([]netip.Addr, er
 		for _, a := range addrs {
 			// One private address is enough to refuse: a name that mixes
 			// public and private records is not a relay we trust.
-			if sdp.IsLocal(a) {
+			if notGlobal(a) {
 				return nil, ErrRelayPrivate
 			}
 		}

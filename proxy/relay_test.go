@@ -27,11 +27,15 @@ func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 
 func testPolicy(t testing.TB, pattern string, allowPrivate, allowNonTLS bool, r Resolver) relayPolicy {
 	t.Helper()
-	p, err := relaypattern.Parse(pattern)
+	rule, ports, err := splitRelayPattern(pattern)
 	if err != nil {
-		t.Fatalf("Parse(%q): %v", pattern, err)
+		t.Fatalf("splitRelayPattern(%q): %v", pattern, err)
 	}
-	return relayPolicy{pattern: p, allowPrivate: allowPrivate, allowNonTLS: allowNonTLS, resolver: r}
+	p, err := relaypattern.Parse(rule)
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", rule, err)
+	}
+	return relayPolicy{pattern: p, ports: ports, allowPrivate: allowPrivate, allowNonTLS: allowNonTLS, resolver: r}
 }
 
 // TestRelayURLSnowflakeVectors runs every vector of Snowflake v2.14.1's
@@ -71,7 +75,9 @@ func TestRelayURLSnowflakeVectors(t *testing.T) {
 		{"localhost$", true, true, "ws://localhost/test?test=test", true},
 		{"::1$", true, true, "ws://[::1]/test?test=test", true},
 		{"255.255.255.255$", true, true, "ws://255.255.255.255/test?test=test", true},
-		{"^snowflake.torproject.net$", false, false, "wss://snowflake.torproject.net:8080/test?test=test#test", true},
+		// Snowflake accepts any port; Flurry's pattern must name it.
+		{"^snowflake.torproject.net$", false, false, "wss://snowflake.torproject.net:8080/test?test=test#test", false},
+		{"^snowflake.torproject.net:8080$", false, false, "wss://snowflake.torproject.net:8080/test?test=test#test", true},
 		{"$", false, false, "wss://any.com/test?test=test#test", true},
 		{"$", false, false, "wss://1.1.1.1/test?test=test#test", true},
 		{"$", false, true, "snowflake.torproject.net", false},
@@ -106,11 +112,11 @@ func TestRelayURLSnowflakeVectors(t *testing.T) {
 // resolved and every address must be public.
 func TestRelayURLResolved(t *testing.T) {
 	res := fakeResolver{
-		"relay.example":     {"203.0.113.10"},
-		"dual.example":      {"203.0.113.10", "2001:db8::10"},
+		"relay.example":     {"1.2.3.10"},
+		"dual.example":      {"1.2.3.10", "2606:4700::10"},
 		"loop.example":      {"127.0.0.1"},
 		"loop6.example":     {"::1"},
-		"mixed.example":     {"203.0.113.10", "10.0.0.1"},
+		"mixed.example":     {"1.2.3.10", "10.0.0.1"},
 		"private.example":   {"192.168.0.7"},
 		"cgnat.example":     {"100.64.3.3"},
 		"mapped.example":    {"::ffff:10.1.1.1"},
@@ -126,14 +132,15 @@ func TestRelayURLResolved(t *testing.T) {
 		{"wss://loop.example/", false, ErrRelayPrivate},
 		{"wss://loop6.example/", false, ErrRelayPrivate},
 		{"wss://mixed.example/", false, ErrRelayPrivate},
-		{"wss://private.example:8443/x", false, ErrRelayPrivate},
+		{"wss://private.example/x", false, ErrRelayPrivate},
+		{"wss://relay.example:8443/", false, ErrRelayPort},
 		{"wss://cgnat.example/", false, ErrRelayPrivate},
 		{"wss://mapped.example/", false, ErrRelayPrivate},
 		{"wss://localhost.example/", true, nil},
 		{"wss://loop.example/", true, nil},
 		{"wss://unknown.example/", false, ErrRelayResolve},
 		{"wss://unknown.example/", true, ErrRelayResolve},
-		{"wss://203.0.113.9/", false, ErrRelayHostname}, // literal IPs must match the pattern too
+		{"wss://1.2.3.9/", false, ErrRelayHostname}, // literal IPs must match the pattern too
 		{"wss://10.0.0.1/", false, ErrRelayPrivate},
 		{"ws://relay.example/", false, ErrRelayScheme},
 		{"wss://relay.other/", false, ErrRelayHostname},
@@ -166,7 +173,7 @@ func TestRelayDialRechecks(t *testing.T) {
 	if !errors.Is(err, ErrRelayPrivate) || dialed {
 		t.Fatalf("dialChecked = %v (dialed %v), want ErrRelayPrivate without dialing", err, dialed)
 	}
-	res["relay.example"] = []string{"203.0.113.1", "203.0.113.2"}
+	res["relay.example"] = []string{"1.2.3.1", "1.2.3.2"}
 	var addrs []string
 	d.netDial = func(_ context.Context, _, addr string) (net.Conn, error) {
 		addrs = append(addrs, addr)
@@ -175,7 +182,7 @@ func TestRelayDialRechecks(t *testing.T) {
 	if _, err := d.dialChecked(context.Background(), "tcp", "relay.example:443"); err == nil {
 		t.Fatal("dialChecked succeeded with failing dials")
 	}
-	if len(addrs) != 2 || addrs[0] != "203.0.113.1:443" || addrs[1] != "203.0.113.2:443" {
+	if len(addrs) != 2 || addrs[0] != "1.2.3.1:443" || addrs[1] != "1.2.3.2:443" {
 		t.Errorf("dialed %v, want both checked addresses with the port", addrs)
 	}
 }

@@ -39,9 +39,9 @@ func (p *Proxy) serve(ctx context.Context, sid string, resp messages.ProxyPollRe
 	switch {
 	case reason != "" && ctx.Err() == nil:
 		p.m.failed(reason)
-		log.Info("client session failed", "stage", reason, "err", err)
+		log.Info("client session failed", "stage", reason, "err", logReason(err))
 	case err != nil && ctx.Err() == nil:
-		log.Debug("client session ended", "err", err)
+		log.Debug("client session ended", "err", logReason(err))
 	default:
 		log.Debug("client session ended")
 	}
@@ -67,7 +67,7 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 			return FailOffer, fmt.Errorf("%w: no relay named and no default relay", ErrBadOffer)
 		}
 		if !p.relayUp.Load() {
-			return FailRelay, fmt.Errorf("default relay unreachable")
+			return FailRelay, errRelayDown
 		}
 		relayURL = p.s.RelayURL
 	}
@@ -109,7 +109,7 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	})
 
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
-		return FailOffer, fmt.Errorf("%w: %w", ErrBadOffer, err)
+		return FailOffer, fmt.Errorf("%w: refused by WebRTC", ErrBadOffer)
 	}
 	answer, err := pc.CreateAnswer(nil)
 	if err != nil {

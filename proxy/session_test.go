@@ -168,7 +168,7 @@ func startE2E(t testing.TB, mod func(*Config)) *e2e {
 	e.bsrv = httptest.NewServer(e.broker)
 	cfg := Config{
 		BrokerURL:           e.bsrv.URL + "/",
-		AllowedRelayPattern: "127.0.0.1$",
+		AllowedRelayPattern: "127.0.0.1:*$",
 		AllowNonTLSRelay:    true,
 		AllowPrivateRelay:   true,
 		LoopbackOnly:        true,
@@ -431,7 +431,7 @@ func TestRelayClientIP(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	relay := newTestRelay(t)
 	defer relay.srv.Close()
-	s, err := Config{BrokerURL: "http://b.example/", AllowedRelayPattern: "127.0.0.1$",
+	s, err := Config{BrokerURL: "http://b.example/", AllowedRelayPattern: "127.0.0.1:*$",
 		AllowNonTLSRelay: true, AllowPrivateRelay: true}.settle()
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/sdp"
 )
 
@@ -17,6 +18,7 @@ import (
 func newWebRTCAPI(s *settings) (*webrtc.API, error) {
 	var se webrtc.SettingEngine
 	se.DetachDataChannels()
+	se.LoggerFactory = pionlog.New(s.Logger)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.SetDTLSInsecureSkipHelloVerify(true) // as Snowflake: saves a round trip
 	se.SetSCTPMaxMessageSize(uint32(s.MaxMessageSize))

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -227,11 +226,18 @@ func run(args []string) int {
 		logger.Info("SOCKS5 proxy accepts UDP ASSOCIATE: all traffic goes through it")
 	}
 
-	srv := &server{base: base, log: logger, clients: make(map[string]*client.Client)}
+	srv := &server{base: base, log: logger}
+	srv.bridges = newBridges(func(args pt.Args) (*client.Client, error) {
+		cfg, err := client.ApplyBridgeArgs(srv.base, args)
+		if err != nil {
+			return nil, err
+		}
+		return client.New(cfg)
+	})
 	if managed {
 		return srv.runManaged(ctx, stop)
 	}
-	return srv.runSOCKS(ctx, f.socks)
+	return srv.runSOCKS(ctx, stop, f.socks)
 }
 
 // newLogger opens the log: -log (relative to the state directory with
@@ -273,9 +279,8 @@ type server struct {
 	base client.Config
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	clients map[string]*client.Client // by bridge arguments, so NAT detection runs once per bridge
-	wg      sync.WaitGroup            // connection handlers
+	bridges *bridges       // a Client per bridge line
+	wg      sync.WaitGroup // accept loops and connection handlers
 }
 
 // runManaged is the tor pluggable-transport mode.
@@ -314,19 +319,19 @@ func (s *server) runManaged(ctx context.Context, stop context.CancelFunc) int {
 		}()
 	}
 
-	var listeners []*pt.SocksListener
+	var listeners []net.Listener
 	for _, name := range info.MethodNames {
 		if name != methodName {
 			_ = pt.CmethodError(name, "no such method")
 			continue
 		}
-		ln, err := pt.ListenSocks("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			_ = pt.CmethodError(name, err.Error())
 			continue
 		}
 		listeners = append(listeners, ln)
-		pt.Cmethod(name, ln.Version(), ln.Addr())
+		pt.Cmethod(name, "socks5", ln.Addr())
 		s.log.Info("listening", "method", name, "addr", ln.Addr().String())
 	}
 	pt.CmethodsDone()
@@ -338,7 +343,7 @@ func (s *server) runManaged(ctx context.Context, stop context.CancelFunc) int {
 	})
 	for _, ln := range listeners {
 		s.wg.Add(1)
-		go s.acceptLoop(ctx, ln)
+		go s.acceptLoop(ctx, ln, stop)
 	}
 	<-ctx.Done()
 	for _, ln := range listeners {
@@ -390,8 +395,8 @@ func (s *server) reportEvents(ctx context.Context, report func(client.Event)) (w
 }
 
 // runSOCKS is the plain SOCKS5 mode.
-func (s *server) runSOCKS(ctx context.Context, addr string) int {
-	ln, err := pt.ListenSocks("tcp", addr)
+func (s *server) runSOCKS(ctx context.Context, stop context.CancelFunc, addr string) int {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flurry-client:", err)
 		return 1
@@ -400,7 +405,7 @@ func (s *server) runSOCKS(ctx context.Context, addr string) int {
 	fmt.Fprintf(os.Stderr, "flurry-client: SOCKS5 proxy on %s\n", ln.Addr())
 	stopEvents := s.reportEvents(ctx, func(e client.Event) { s.log.Info(e.String()) })
 	s.wg.Add(1)
-	go s.acceptLoop(ctx, ln)
+	go s.acceptLoop(ctx, ln, stop)
 	<-ctx.Done()
 	_ = ln.Close()
 	s.shutdown()
@@ -411,76 +416,19 @@ func (s *server) runSOCKS(ctx context.Context, addr string) int {
 // shutdown closes every client (their sessions end, so handlers return) and
 // waits for the handlers.
 func (s *server) shutdown() {
-	s.mu.Lock()
-	clients := make([]*client.Client, 0, len(s.clients))
-	for _, c := range s.clients {
-		clients = append(clients, c)
-	}
-	clear(s.clients)
-	s.mu.Unlock()
-	for _, c := range clients {
-		_ = c.Close()
-	}
+	s.bridges.close()
 	s.wg.Wait()
-}
-
-func (s *server) acceptLoop(ctx context.Context, ln *pt.SocksListener) {
-	defer s.wg.Done()
-	for {
-		conn, err := ln.AcceptSocks()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				s.log.Error("SOCKS accept failed", "error", err)
-			}
-			return
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.handle(ctx, conn)
-		}()
-	}
-}
-
-// clientFor returns the client for a connection's bridge arguments,
-// creating it on first use.
-func (s *server) clientFor(args pt.Args) (*client.Client, error) {
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%q=%q;", k, args[k])
-	}
-	key := b.String()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.clients[key]; ok {
-		return c, nil
-	}
-	cfg, err := client.ApplyBridgeArgs(s.base, args)
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	s.clients[key] = c
-	return c, nil
 }
 
 // handle carries one SOCKS connection through a new session.
 func (s *server) handle(ctx context.Context, conn *pt.SocksConn) {
 	defer conn.Close()
-	c, err := s.clientFor(conn.Req.Args)
+	c, release, err := s.bridges.acquire(conn.Req.Args)
+	if errors.Is(err, errTooManyBridges) || errors.Is(err, client.ErrClosed) {
+		s.log.Warn("SOCKS connection refused", "error", err)
+		_ = conn.Reject()
+		return
+	}
 	if err != nil {
 		s.log.Error("bad bridge arguments", "error", err)
 		if errors.Is(err, client.ErrNoRendezvous) {
@@ -489,6 +437,7 @@ func (s *server) handle(ctx context.Context, conn *pt.SocksConn) {
 		_ = conn.Reject()
 		return
 	}
+	defer release()
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	stream, err := c.Dial(dctx)
 	cancel()

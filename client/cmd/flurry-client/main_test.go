@@ -121,7 +121,7 @@ func startChain(tb testing.TB) string {
 	p, err := proxy.New(proxy.Config{
 		BrokerURL:           srv.URL + "/",
 		RelayURL:            relayURL,
-		AllowedRelayPattern: "^127.0.0.1$",
+		AllowedRelayPattern: "^127.0.0.1:*$",
 		AllowNonTLSRelay:    true,
 		AllowPrivateRelay:   true,
 		LoopbackOnly:        true,

@@ -18,6 +18,7 @@ import (
 	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/sdp"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -129,7 +130,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	}
 
 	var se webrtc.SettingEngine
-	se.LoggerFactory = pionLoggers{log: logger}
+	se.LoggerFactory = pionlog.New(logger)
 	se.DetachDataChannels()
 	se.EnableDataChannelBlockWrite(true)
 	se.SetSCTPMaxMessageSize(MaxMessageSize)
@@ -215,7 +216,7 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 	dc.OnOpen(func() {
 		raw, err := dc.DetachWithDeadline()
 		if err != nil {
-			p.die(fmt.Errorf("%w: detach: %w", ErrClosed, err))
+			p.die(channelError(err))
 			return
 		}
 		opened <- raw
@@ -278,13 +279,13 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 	}
 	answer, err := messages.DecodeSessionDescription(answerJSON)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadAnswer, err)
+		return nil, fmt.Errorf("%w: not a session description", ErrBadAnswer)
 	}
 	if answer.Type != messages.SDPTypeAnswer {
-		return nil, fmt.Errorf("%w: type %q", ErrBadAnswer, answer.Type)
+		return nil, fmt.Errorf("%w: not of type answer", ErrBadAnswer)
 	}
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer.SDP}); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadAnswer, err)
+		return nil, errAnswerRefused
 	}
 
 	openTimer := time.NewTimer(d.cfg.OpenTimeout)
@@ -437,7 +438,7 @@ func (p *Peer) readError(err error) error {
 	case errors.Is(err, io.ErrShortBuffer):
 		p.die(ErrMessageTooLarge)
 	default:
-		p.die(fmt.Errorf("%w: %w", ErrClosed, err))
+		p.die(channelError(err))
 	}
 	return p.Err()
 }
@@ -453,7 +454,7 @@ func (p *Peer) Write(b []byte) (int, error) {
 	}
 	n, err := dc.Write(b)
 	if err != nil {
-		p.die(fmt.Errorf("%w: %w", ErrClosed, err))
+		p.die(channelError(err))
 		return n, p.Err()
 	}
 	return n, nil

@@ -45,6 +45,8 @@ func run() int {
 		keepLocal     = fs.Bool("keep-local-addresses", false, "keep private candidates in answers (lab setups)")
 		loopbackOnly  = fs.Bool("loopback-only", false, "gather WebRTC candidates on loopback only (tests and the demo on one machine)")
 		unsafeLogging = fs.Bool("unsafe-logging", false, "do not scrub IP addresses from the log")
+		maxProbes     = fs.Int("max-probes", natprobe.DefaultMaxConcurrent, "most probes in progress at once; more get 503")
+		maxPerAddr    = fs.Int("max-probes-per-address", natprobe.DefaultMaxPerAddress, "most probes in progress from one address (IPv6: one /64), the TCP peer's; more get 503")
 		verbose       = fs.Bool("verbose", false, "debug logging")
 		showVersion   = fs.Bool("version", false, "print the version and exit")
 	)
@@ -99,7 +101,8 @@ func run() int {
 		return 2
 	}
 
-	cfg := natprobe.Config{KeepLocalAddresses: *keepLocal, LoopbackOnly: *loopbackOnly, Logger: log}
+	cfg := natprobe.Config{KeepLocalAddresses: *keepLocal, LoopbackOnly: *loopbackOnly, Logger: log,
+		MaxConcurrent: *maxProbes, MaxPerAddress: *maxPerAddr}
 	if *stun != "" {
 		cfg.STUNURLs = strings.Split(*stun, ",")
 	}

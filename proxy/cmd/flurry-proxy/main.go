@@ -51,7 +51,7 @@ func run() int {
 		relay          = fs.String("relay", "", "default relay `URL` (wss://), used when the broker names none; checked for reachability at start")
 		stun           = fs.String("stun", "", "comma-separated STUN `URLs`; empty: no STUN server, host candidates only")
 		capacity       = fs.Int("capacity", 0, "maximum concurrent clients; 0 is unlimited")
-		pattern        = fs.String("allowed-relay-hostname-pattern", "", "relay hostname `pattern` sent to the broker and enforced here; must end with $ (\"^\" prefix = exact); default: the -relay hostname followed by $")
+		pattern        = fs.String("allowed-relay-hostname-pattern", "", "relay hostname `pattern` sent to the broker and enforced here; must end with $ (\"^\" prefix = exact); an optional :ports part before the $ lists the relay ports allowed (host:443,8443$, host:*$ for any), else only 443; default: the -relay hostname (and port) followed by $")
 		nonTLS         = fs.Bool("allow-non-tls-relay", false, "allow ws:// relays (unencrypted)")
 		private        = fs.Bool("allow-proxying-to-private-addresses", false, "allow relays whose addresses (literal or resolved) are private, loopback or link-local")
 		keepLocal      = fs.Bool("keep-local-addresses", false, "keep private and loopback candidates in answers")
