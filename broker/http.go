@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -309,7 +310,11 @@ func (b *Broker) deliverMatch(w http.ResponseWriter, r *http.Request, p *matcher
 		return
 	}
 	b.sink.ProxyPollEnded(ev, event.ProxyMatched)
-	w.Header()["Content-Type"] = b.ctype
+	h := w.Header()
+	h["Content-Type"] = b.ctype
+	// Flushing before the handler returns would make net/http chunk the
+	// body; state its length as it would have.
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	if _, err = w.Write(body); err == nil {
 		err = http.NewResponseController(w).Flush()
 	}
