@@ -40,3 +40,19 @@ func (b *Broker) Parked() int {
 	}
 	return n
 }
+
+// ClusterPools is cluster.Cluster.Pools (0 without a cluster).
+func (b *Broker) ClusterPools() int {
+	if b.cluster == nil {
+		return 0
+	}
+	return b.cluster.Pools()
+}
+
+// ClusterServer is cluster.Cluster.Server ("" without a cluster).
+func (b *Broker) ClusterServer() string {
+	if b.cluster == nil {
+		return ""
+	}
+	return b.cluster.Server()
+}

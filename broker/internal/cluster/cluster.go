@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -123,6 +124,8 @@ type Cluster struct {
 	done    chan struct{} // closed by Close
 	wg      sync.WaitGroup
 
+	pools atomic.Int64 // see Pools
+
 	mu   sync.Mutex                    // guards subs
 	subs map[string]*nats.Subscription // want subjects subscribed now
 }
@@ -181,6 +184,7 @@ func Start(cfg Config) (*Cluster, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("cluster link up", "server", nc.ConnectedUrlRedacted())
+			c.Changed() // confirm the subscriptions nats.go sent again
 		}),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			log.Info("cluster link up", "server", nc.ConnectedUrlRedacted())
@@ -197,11 +201,7 @@ func Start(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c.nc = nc
-	c.m = newMetrics(cfg.Instance, c.Healthy, func() int {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return len(c.subs)
-	})
+	c.m = newMetrics(cfg.Instance, c.Healthy, c.Pools)
 	if cfg.Registry != nil {
 		if err := c.m.register(cfg.Registry); err != nil {
 			nc.Close()
@@ -215,6 +215,10 @@ func Start(cfg Config) (*Cluster, error) {
 
 // Healthy reports whether the link to NATS is up.
 func (c *Cluster) Healthy() bool { return c.nc.Status() == nats.CONNECTED }
+
+// Server returns the URL of the NATS server the link is up to ("" while
+// it is down).
+func (c *Cluster) Server() string { return c.nc.ConnectedUrlRedacted() }
 
 // Changed tells the cluster that the local proxies' bridges may have
 // changed. It never blocks (matcher.Hooks.Changed).
@@ -244,6 +248,7 @@ func (c *Cluster) follow() {
 				delete(c.subs, subj)
 			}
 			c.mu.Unlock()
+			c.pools.Store(0)
 			return
 		case <-c.changed:
 		}
@@ -276,9 +281,19 @@ func (c *Cluster) follow() {
 			}
 			c.subs[subj] = s
 		}
+		n := len(c.subs)
 		c.mu.Unlock()
+		// One round trip per change of the pools (not per poll or match):
+		// once it returns the server routes requests here.
+		if err := c.nc.FlushTimeout(time.Second); err == nil {
+			c.pools.Store(int64(n))
+		}
 	}
 }
+
+// Pools returns how many pools this instance took client polls from
+// other instances for when NATS last confirmed its subscriptions.
+func (c *Cluster) Pools() int { return int(c.pools.Load()) }
 
 // wantSubject is the subject of client polls with NAT nat for the bridge
 // with hex fingerprint fp.
