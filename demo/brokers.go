@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Debian's paths of the cluster's third-party servers (packages
@@ -71,6 +72,8 @@ func StartNATS(ctx context.Context, cfg NATSConfig) (*Process, error) {
 		Name: cfg.Name, Path: cfg.Path, Args: []string{"-c", path},
 		LogPath: filepath.Join(cfg.Dir, cfg.Name+".log"),
 		Ready:   TCPReady(cfg.Addr),
+		// nats-server exits 0 on SIGINT, 1 on SIGTERM.
+		StopSignal: syscall.SIGINT,
 	})
 }
 
@@ -88,16 +91,18 @@ type HAProxyConfig struct {
 
 // StartHAProxy writes haproxy.cfg for cfg — round robin over the brokers,
 // health checks on /healthz every 500 ms, connection failures dispatched
-// to another broker — and starts HAProxy in the foreground, returning once
+// to another broker, 3 s for a graceful stop — and starts HAProxy in the foreground, returning once
 // its frontend accepts connections.
 func StartHAProxy(ctx context.Context, cfg HAProxyConfig) (*Process, error) {
 	if cfg.Path == "" || cfg.Dir == "" || cfg.Addr == "" || len(cfg.Brokers) == 0 {
 		return nil, fmt.Errorf("%w: HAProxyConfig needs Path, Dir, Addr and Brokers", ErrInvalidConfig)
 	}
 	var b strings.Builder
-	// The timeouts exceed the broker's longest hold (10 s proxy polls).
+	// maxconn stays within a default file descriptor limit. The timeouts
+	// exceed the broker's longest hold (10 s proxy polls).
 	fmt.Fprintf(&b, `global
-  maxconn 20000
+  maxconn 2000
+  hard-stop-after 3s
 
 defaults
   mode http
@@ -107,6 +112,8 @@ defaults
   timeout http-keep-alive 30s
   retries 2
   option redispatch
+  # A broker connection serves one client connection and closes with it.
+  http-reuse never
 
 frontend brokers
   bind %s
@@ -129,5 +136,8 @@ backend brokers
 		Name: "haproxy", Path: cfg.Path, Args: []string{"-db", "-f", path},
 		LogPath: filepath.Join(cfg.Dir, "haproxy.log"),
 		Ready:   TCPReady(cfg.Addr),
+		// SIGTERM is HAProxy's hard stop, which ends it by the signal;
+		// SIGUSR1 stops it gracefully (within hard-stop-after).
+		StopSignal: syscall.SIGUSR1,
 	})
 }
