@@ -64,10 +64,11 @@ type Config struct {
 	// whose client is confined to a network namespace that reaches test
 	// addresses alone, so that no check can leave the machine.
 	OpenWebRTC bool
-	// Brokers, if 2 or more, runs that many brokers joined into one
+	// Brokers, if positive, runs that many brokers joined into one
 	// cluster through a nats-server, behind an HAProxy (round robin,
 	// health checks on /healthz); BrokerURL is then HAProxy's. Needs
-	// Debian's nats-server and haproxy (FindTool). 0 or 1: one broker.
+	// Debian's nats-server and haproxy (FindTool). 0: one broker alone,
+	// no NATS, no HAProxy.
 	Brokers int
 	// Extra arguments appended to each role's command line.
 	BrokerArgs, RelayArgs, ProxyArgs, ClientArgs []string
@@ -86,8 +87,10 @@ type Cluster struct {
 	Broker, Relay, NATProbe, Client *Process
 	Brokers                         []*Process
 	NATS, HAProxy                   *Process
-	// BrokerAddrs are the brokers' own addresses (host:port), by index.
+	// BrokerAddrs are the brokers' own addresses (host:port), by index;
+	// NATSURL is the NATS server's URL with Config.Brokers.
 	BrokerAddrs []string
+	NATSURL     string
 	// Target is the built-in HTTP server the relay forwards to.
 	Target *Target
 	// BrokerURL ("http://127.0.0.1:port/"), RelayURL ("ws://..."),
@@ -256,9 +259,9 @@ func (c *Cluster) start(ctx context.Context) error {
 // startBrokers starts the broker, or with Config.Brokers the NATS server,
 // the brokers and HAProxy on addr.
 func (c *Cluster) startBrokers(ctx context.Context, addr string, args []string) error {
-	n := max(c.cfg.Brokers, 1)
-	var natsURL, haPath string
-	if n > 1 {
+	clustered := c.cfg.Brokers > 0
+	var haPath string
+	if clustered {
 		natsPath, err := FindTool(NATSServerPath, "nats-server", "nats-server")
 		if err != nil {
 			return err
@@ -273,9 +276,9 @@ func (c *Cluster) startBrokers(ctx context.Context, addr string, args []string) 
 		if c.NATS, err = StartNATS(ctx, NATSConfig{Path: natsPath, Name: "nats", Dir: c.cfg.Dir, Addr: natsAddr}); err != nil {
 			return err
 		}
-		natsURL = "nats://" + natsAddr
-		c.log.Info("nats-server ready", "url", natsURL, "pid", c.NATS.PID())
-		if c.BrokerAddrs, err = FreeAddrs(n); err != nil {
+		c.NATSURL = "nats://" + natsAddr
+		c.log.Info("nats-server ready", "url", c.NATSURL, "pid", c.NATS.PID())
+		if c.BrokerAddrs, err = FreeAddrs(c.cfg.Brokers); err != nil {
 			return err
 		}
 	} else {
@@ -283,9 +286,9 @@ func (c *Cluster) startBrokers(ctx context.Context, addr string, args []string) 
 	}
 	for i, a := range c.BrokerAddrs {
 		name, bargs := "broker", append([]string{"-addr", a}, args...)
-		if n > 1 {
+		if clustered {
 			name = fmt.Sprintf("broker%d", i+1)
-			bargs = append(bargs, "-nats", natsURL, "-instance", name)
+			bargs = append(bargs, "-nats", c.NATSURL, "-instance", name)
 		}
 		p, err := StartProcess(ctx, ProcessConfig{
 			Name: name, Path: c.cfg.Binaries.Broker, LogPath: c.logPath(name),
@@ -301,7 +304,7 @@ func (c *Cluster) startBrokers(ctx context.Context, addr string, args []string) 
 		c.log.Info("broker ready", "name", name, "addr", a, "pid", p.PID())
 	}
 	c.Broker = c.Brokers[0]
-	if n == 1 {
+	if !clustered {
 		return nil
 	}
 	var err error
