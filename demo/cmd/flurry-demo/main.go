@@ -115,7 +115,11 @@ func run() int {
 		done("built in %v", since(t0))
 	}
 
-	step("Starting target, relay, broker, NAT probe, %d proxies and the client on 127.0.0.1", *proxies)
+	brokerText := "broker"
+	if *brokers > 0 {
+		brokerText = fmt.Sprintf("nats-server, %d brokers on it, HAProxy in front", *brokers)
+	}
+	step("Starting target, relay, %s, NAT probe, %d proxies and the client on 127.0.0.1", brokerText, *proxies)
 	t0 := time.Now()
 	cluster, err := demo.Start(ctx, demo.Config{
 		Binaries:  bins,
