@@ -1,8 +1,10 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -138,7 +140,7 @@ func TestClusterTimeout(t *testing.T) {
 	expect(t, "late answer", bs[1].post(t, "/answer", vector(t, "proxy-answer-request.json")), http.StatusOK, vector(t, "proxy-answer-response-client-gone.json"))
 }
 
-// crossMatch runs one rendezvous: a proxy polls from (hold 2 s), a
+// crossMatch runs one rendezvous: a proxy polls from (its hold: 5 s), a
 // client polls to, the proxy posts its answer to via. It reports whether
 // the client got the proxy's answer.
 func crossMatch(t *testing.T, from, to, via *testBroker, sid string) bool {
@@ -146,7 +148,7 @@ func crossMatch(t *testing.T, from, to, via *testBroker, sid string) bool {
 	proxyRes := async(func() response {
 		return from.post(t, "/proxy", proxyPoll(t, sid, messages.NATUnrestricted, 0, ptr(snowflakeP)))
 	})
-	ok := pollUntil(2*time.Second, func() bool { return from.ClusterPools() > 0 })
+	ok := pollUntil(5*time.Second, func() bool { return from.ClusterPools() > 0 })
 	var client <-chan response
 	if ok {
 		client = async(func() response {
@@ -192,7 +194,7 @@ func grepLines(s, sub string) string {
 func TestClusterNATSRestart(t *testing.T) {
 	addr := freeAddrs(t, 1)[0]
 	srv := natsServer(t, "nats", addr, "")
-	bs := clusterBrokers(t, 2, "nats://"+addr, broker.Config{ProxyHold: 2 * time.Second})
+	bs := clusterBrokers(t, 2, "nats://"+addr, broker.Config{ProxyHold: 5 * time.Second})
 	for _, b := range bs {
 		waitFor(t, "cluster link up", 10*time.Second, b.Healthy)
 	}
@@ -224,14 +226,40 @@ func TestClusterNATSRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
-	for i := 0; !crossMatch(t, bs[0], bs[1], bs[1], fmt.Sprint("after", i)); i++ {
+	// A proxy keeps polling instance 1; clients try instance 2 until one
+	// is matched (a client that finds no proxy is answered at once).
+	ctx, stopProxy := context.WithCancel(ctx)
+	proxyDone := make(chan struct{})
+	go func() {
+		defer close(proxyDone)
+		for i := 0; ctx.Err() == nil; i++ {
+			sid := fmt.Sprint("after", i)
+			body, ok := rawPost(ctx, bs[0], "/proxy", proxyPoll(t, sid, messages.NATUnrestricted, 0, ptr(snowflakeP)))
+			if !ok {
+				continue
+			}
+			if resp, err := messages.DecodeProxyPollResponse(body); err == nil && resp.Status == messages.StatusClientMatch {
+				rawPost(ctx, bs[0], "/answer", proxyAnswer(t, sid, sd(t, "answer", "after")))
+			}
+		}
+	}()
+	for {
+		res := bs[1].post(t, "/client", clientPoll(t, sd(t, "offer", "after"), messages.NATUnrestricted, messages.DefaultBridgeFingerprint))
+		if cr, err := messages.DecodeClientPollResponse(res.body); err == nil && cr.Answer == sd(t, "answer", "after") {
+			break
+		}
 		if time.Since(restarted) > 20*time.Second {
 			t.Fatal("no cross-instance match 20 s after NATS came back")
 		}
+		time.Sleep(50 * time.Millisecond) // a client's retry
 	}
 	if d := time.Since(restarted); d > 5*time.Second {
 		t.Errorf("cross-instance matching resumed %v after NATS came back, want within 5 s", d)
+	} else {
+		t.Logf("cross-instance matching resumed %v after NATS came back", d.Round(time.Millisecond))
 	}
+	stopProxy()
+	<-proxyDone
 	expect(t, "healthz up again", bs[1].do(t, http.MethodGet, "/healthz", nil, nil), http.StatusOK, []byte("ok\n"))
 }
 
@@ -257,7 +285,7 @@ func TestClusterNATSNodeKilled(t *testing.T) {
 		for j := range 3 {
 			urls = append(urls, "nats://"+clients[(i+j)%3])
 		}
-		cfg := broker.Config{BridgeListPath: snowflakeBridges(t), ProxyHold: 2 * time.Second, NATS: strings.Join(urls, ","), Instance: fmt.Sprintf("b%d", i+1)}
+		cfg := broker.Config{BridgeListPath: snowflakeBridges(t), ProxyHold: 5 * time.Second, NATS: strings.Join(urls, ","), Instance: fmt.Sprintf("b%d", i+1)}
 		bs = append(bs, newTestBroker(t, cfg))
 	}
 	for _, b := range bs {
@@ -278,12 +306,31 @@ func TestClusterNATSNodeKilled(t *testing.T) {
 		t.Fatalf("broker 1 is connected to %q, not a node of the test", on)
 	}
 	nodes[killed].Kill()
-	// Nothing beyond latency: every rendezvous from now on is matched,
-	// once broker 1 has moved to another node.
-	waitFor(t, "broker 1 on another node", 10*time.Second, func() bool { s := bs[0].ClusterServer(); return s != "" && s != on })
+	// Nothing beyond latency: once the brokers have moved to the other
+	// nodes (well under a second), every rendezvous is matched.
+	for _, b := range bs {
+		waitFor(t, "every broker on a live node", 10*time.Second, func() bool { s := b.ClusterServer(); return s != "" && s != on })
+	}
 	for i := range 5 {
 		if !crossMatch(t, bs[i%3], bs[(i+1)%3], bs[(i+2)%3], fmt.Sprint("killed", i)) {
 			t.Errorf("rendezvous %d after the node was killed: not matched", i)
 		}
 	}
+}
+
+// rawPost posts body to b's path under ctx and returns the response body;
+// ok is false on a transport error (for goroutines, which cannot fail the
+// test).
+func rawPost(ctx context.Context, b *testBroker, path string, body []byte) ([]byte, bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, false
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return out, err == nil
 }

@@ -180,6 +180,7 @@ func Start(cfg Config) (*Cluster, error) {
 		nats.MaxPingsOutstanding(2),
 		nats.Timeout(2 * time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			c.pools.Store(0) // until the server confirms them again
 			log.Warn("cluster link down: matching local proxies only", "err", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
