@@ -41,6 +41,10 @@ type BrokerConfig struct {
 	// URL is the broker's base URL, e.g. http://127.0.0.1:8080 (paths
 	// /proxy, /client and /answer are appended). Required.
 	URL string
+	// CheckURLs are Prometheus pages of brokers (each instance of a
+	// cluster behind URL, for example) checked once the load has stopped:
+	// what each still holds is reported (BrokerResult.Leftovers).
+	CheckURLs []string
 	// ClientURL, if set, is where the clients send their offers instead
 	// of URL (another instance of a broker cluster: every match then
 	// crosses instances). Proxies poll and answer at URL.
@@ -116,6 +120,9 @@ type BrokerResult struct {
 	Steps        []BrokerStep `json:"steps"`
 	Proxy        ProxyCounts  `json:"proxy"`
 	ErrorSamples []string     `json:"error_samples,omitempty"`
+	// Leftovers: what each of BrokerConfig.CheckURLs held once the load
+	// stopped.
+	Leftovers []BrokerLeftover `json:"leftovers,omitempty"`
 }
 
 // BrokerStep is one client-concurrency step. Offers = Matches + Denials +
@@ -208,6 +215,12 @@ func (cfg BrokerConfig) withDefaults() (BrokerConfig, error) {
 		return cfg, err
 	}
 	cfg.URL = strings.TrimSuffix(u.String(), "/")
+	for _, c := range cfg.CheckURLs {
+		if _, err := parseURL(c, cfg.AllowNonLoopback, "http", "https"); err != nil {
+			return cfg, err
+		}
+	}
+	cfg.CheckURLs = slices.Clone(cfg.CheckURLs)
 	if cfg.ClientURL != "" {
 		cu, err := parseURL(cfg.ClientURL, cfg.AllowNonLoopback, "http", "https")
 		if err != nil {
@@ -424,6 +437,7 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
+	res.Leftovers = checkLeftovers(ctx, cfg.CheckURLs)
 	var matches, offers int64
 	for _, s := range res.Steps {
 		matches += s.Matches

@@ -93,8 +93,9 @@ crossed() {
 for n in 1 3; do
 	echo "== $n instance(s) behind HAProxy: $PROXIES proxies, $CLIENTS clients, $DURATION"
 	start "$n"
+	checks=$(seq -s, -f "http://127.0.0.1:1819%g/prometheus" "$n")
 	"$BIN/flurry-loadgen" broker -url "http://$LB_ADDR" -proxies "$PROXIES" -clients "$CLIENTS" \
-		-duration "$DURATION" -json "$OUT/cluster-$n.json"
+		-duration "$DURATION" -check-urls "$checks" -json "$OUT/cluster-$n.json"
 	echo "matches that crossed instances: $(crossed "$n")"
 	stop_all
 done
