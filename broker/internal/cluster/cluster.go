@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -493,6 +494,8 @@ func (c *Cluster) answered(msg *nats.Msg) {
 		c.log.Debug("cluster: bad forwarded answer", "err", err)
 	case answerSubject(req.Sid) != msg.Subject:
 		c.log.Debug("cluster: forwarded answer on another session's subject")
+	case !strings.Contains(req.Answer, "a=candidate"):
+		c.log.Debug("cluster: forwarded answer without an ICE candidate") // as /answer refuses
 	case c.cfg.Local.Answer(req.Sid, req.Answer):
 		status = messages.StatusSuccess
 	}
