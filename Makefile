@@ -13,7 +13,7 @@ STATICCHECK_VERSION ?= v0.8.2
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help demo build test fmt-check vet race bench-smoke bench loadtest fuzz lint clean interop snowflake-bins sidebyside
+.PHONY: help demo build test fmt-check vet race bench-smoke bench loadtest clusterbench fuzz lint clean interop snowflake-bins sidebyside
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
@@ -53,6 +53,9 @@ bench: ## Benchmarks with -benchmem; compare runs with benchstat (see below)
 
 loadtest: build ## A few minutes of flurry-loadgen against a real broker, relay and demo chain on loopback (results in out/)
 	BIN=$(BIN) scripts/loadtest.sh
+
+clusterbench: build ## flurry-loadgen against 1 and 3 brokers on NATS behind HAProxy, and NATS's cost per match (needs nats-server, haproxy; results in out/)
+	BIN=$(BIN) scripts/clusterbench.sh
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 10s)
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \

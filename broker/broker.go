@@ -12,6 +12,7 @@ import (
 
 	"github.com/flurrypt/flurry/broker/internal/bridgelist"
 	"github.com/flurrypt/flurry/broker/internal/clientaddr"
+	"github.com/flurrypt/flurry/broker/internal/cluster"
 	"github.com/flurrypt/flurry/broker/internal/event"
 	"github.com/flurrypt/flurry/broker/internal/ipcount"
 	"github.com/flurrypt/flurry/broker/internal/matcher"
@@ -60,6 +61,7 @@ type Broker struct {
 	ctype    []string                // Content-Type header value, never modified
 	shutOnce sync.Once               // guards Shutdown
 	parks    parkSet                 // parked polls and idle connections
+	cluster  *cluster.Cluster        // nil without Config.NATS
 	// parkAfter: see defaultParkAfter (tests change it before serving).
 	parkAfter time.Duration
 }
@@ -207,6 +209,9 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 		buf := make([]byte, 0, initialBodyBuffer)
 		return &buf
 	}
+	if err := b.startCluster(); err != nil {
+		return nil, err
+	}
 	v4, v6 := cfg.GeoIP.Table().Len()
 	cfg.Logger.Info("broker ready",
 		"bridges", b.bridges.Len(),
@@ -219,7 +224,8 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 		"client_timeout", cfg.ClientTimeout,
 		"unanswered_penalty", max(cfg.UnansweredPenalty, 0),
 		"poll_interval_restricted", pi.restricted,
-		"poll_interval_unrestricted", pi.unrestricted)
+		"poll_interval_unrestricted", pi.unrestricted,
+		"cluster", cfg.NATS != "")
 	return b, nil
 }
 
@@ -385,6 +391,9 @@ func (b *Broker) Shutdown() {
 		// them, so that each answer closes its connection.
 		b.parks.close()
 		b.match.Close()
+		if b.cluster != nil {
+			b.cluster.Close()
+		}
 		b.parks.wait()
 	})
 }

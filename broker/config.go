@@ -193,6 +193,18 @@ type Config struct {
 	// module's version from the binary's build information.
 	Version string
 
+	// NATS, when set, joins this broker to a cluster of brokers that act
+	// as one (docs/cluster.md): the NATS server URL, or comma-separated
+	// URLs of a NATS cluster's servers. Every instance must have the same
+	// bridge list. Empty: a standalone broker.
+	NATS string
+	// NATSCreds is a NATS credentials file (JWT and NKey seed) for NATS;
+	// empty for none.
+	NATSCreds string
+	// Instance names this broker in the cluster's metrics and logs: 1 to
+	// 64 of A-Z a-z 0-9 . _ -. Empty means DefaultInstance().
+	Instance string
+
 	// Logger receives the broker's logs; nil discards them. The broker never
 	// logs an address itself, but wrap the handler with safelog anyway.
 	Logger *slog.Logger
@@ -215,6 +227,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.UnansweredPenalty == 0 {
 		c.UnansweredPenalty = DefaultUnansweredPenalty
+	}
+	if c.Instance == "" {
+		c.Instance = DefaultInstance()
+	}
+	if !ValidInstance(c.Instance) {
+		return c, fmt.Errorf("%w: instance name %q: 1 to 64 of A-Z a-z 0-9 . _ -", ErrCluster, c.Instance)
 	}
 	c.TrustedProxies = append([]netip.Prefix(nil), c.TrustedProxies...)
 	if c.Logger == nil {

@@ -47,3 +47,19 @@ func (b *Broker) StopRateLimitClock() {
 	now := time.Now()
 	b.limits = newLimits(b.cfg, func() time.Time { return now })
 }
+
+// ClusterPools is cluster.Cluster.Pools (0 without a cluster).
+func (b *Broker) ClusterPools() int {
+	if b.cluster == nil {
+		return 0
+	}
+	return b.cluster.Pools()
+}
+
+// ClusterServer is cluster.Cluster.Server ("" without a cluster).
+func (b *Broker) ClusterServer() string {
+	if b.cluster == nil {
+		return ""
+	}
+	return b.cluster.Server()
+}

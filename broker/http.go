@@ -39,6 +39,7 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 //	GET  /prometheus  Prometheus metrics (unless Config.SeparatePrometheus)
 //	GET  /, /status   the status page
 //	GET  /robots.txt  disallow everything
+//	GET  /healthz     200, or 503 while the link to the cluster is down
 //
 // The rendezvous endpoints, /debug and /metrics answer OPTIONS (CORS
 // preflight) with 200 and carry Access-Control-Allow-Origin: * on every
@@ -63,6 +64,7 @@ func (b *Broker) Handler() http.Handler {
 	page := rec.Instrument(stats.EndpointStatus, b.page)
 	mux.Handle("GET /{$}", page)
 	mux.Handle("GET /status", page)
+	mux.HandleFunc("GET /healthz", b.serveHealth)
 	mux.Handle("/robots.txt", rec.Instrument(stats.EndpointRobots, http.HandlerFunc(serveRobots)))
 	return mux
 }
@@ -421,7 +423,7 @@ func (b *Broker) clientRendezvous(ctx context.Context, ev event.Client, req mess
 	var answer string
 	if fp, err := messages.ParseFingerprint(req.Fingerprint); err == nil {
 		if bridge, ok := b.bridges.Lookup(fp); ok {
-			ans, err := b.match.Rendezvous(ctx, matcher.ClientOffer{SDP: req.Offer, NAT: matcherNAT(req.NAT), Bridge: bridge})
+			ans, err := b.rendezvous(ctx, req, bridge)
 			switch {
 			case err == nil:
 				outcome, answer = event.ClientMatched, ans.SDP
@@ -484,7 +486,7 @@ func (b *Broker) clientError(w http.ResponseWriter, text string) {
 }
 
 // serveAnswer handles a proxy's answer.
-func (b *Broker) serveAnswer(w http.ResponseWriter, _ *http.Request, addr netip.Addr, _ time.Time, bufp *[]byte) {
+func (b *Broker) serveAnswer(w http.ResponseWriter, r *http.Request, addr netip.Addr, _ time.Time, bufp *[]byte) {
 	req, err := messages.DecodeProxyAnswerRequest(*bufp)
 	b.putBuf(bufp)
 	if err != nil {
@@ -499,6 +501,10 @@ func (b *Broker) serveAnswer(w http.ResponseWriter, _ *http.Request, addr netip.
 	}
 	if proxyType, ok := b.match.Answer(req.Sid, req.Answer); ok {
 		b.sink.ProxyAnswered(proxyType, event.AnswerSuccess)
+		b.write(w, b.fixed.answerSuccess)
+		return
+	}
+	if b.forwardAnswer(r.Context(), req) { // the owner records the answer
 		b.write(w, b.fixed.answerSuccess)
 		return
 	}

@@ -64,6 +64,12 @@ type Config struct {
 	// whose client is confined to a network namespace that reaches test
 	// addresses alone, so that no check can leave the machine.
 	OpenWebRTC bool
+	// Brokers, if positive, runs that many brokers joined into one
+	// cluster through a nats-server, behind an HAProxy (round robin,
+	// health checks on /healthz); BrokerURL is then HAProxy's. Needs
+	// Debian's nats-server and haproxy (FindTool). 0: one broker alone,
+	// no NATS, no HAProxy.
+	Brokers int
 	// Extra arguments appended to each role's command line.
 	BrokerArgs, RelayArgs, ProxyArgs, ClientArgs []string
 	// StopTimeout is the grace period after SIGTERM; 0 means
@@ -76,8 +82,15 @@ type Config struct {
 // Cluster is a running Flurry system on loopback. Fields are set by Start
 // and must not be changed.
 type Cluster struct {
-	// The processes; NATProbe is nil unless Config.NATProbe.
+	// The processes; NATProbe is nil unless Config.NATProbe. With
+	// Config.Brokers, Broker is Brokers[0] and NATS and HAProxy are set.
 	Broker, Relay, NATProbe, Client *Process
+	Brokers                         []*Process
+	NATS, HAProxy                   *Process
+	// BrokerAddrs are the brokers' own addresses (host:port), by index;
+	// NATSURL is the NATS server's URL with Config.Brokers.
+	BrokerAddrs []string
+	NATSURL     string
 	// Target is the built-in HTTP server the relay forwards to.
 	Target *Target
 	// BrokerURL ("http://127.0.0.1:port/"), RelayURL ("ws://..."),
@@ -199,16 +212,12 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := os.WriteFile(pollPath, fmt.Appendf(nil, `{"unrestricted_poll_interval": %d, "restricted_poll_interval": %d}`+"\n", ms, ms), 0o644); err != nil {
 		return err
 	}
-	c.Broker, err = StartProcess(ctx, ProcessConfig{
-		Name: "broker", Path: c.cfg.Binaries.Broker, LogPath: c.logPath("broker"),
-		Args: append([]string{"-disable-tls", "-addr", brokerAddr, "-bridge-list-path", c.BridgeListPath,
-			"-poll-interval-filepath", pollPath, "-disable-geoip", "-unsafe-logging"}, c.cfg.BrokerArgs...),
-		Ready: HTTPReady(c.BrokerURL+"robots.txt", 200),
-	})
-	if err != nil {
+	brokerArgs := []string{"-disable-tls", "-bridge-list-path", c.BridgeListPath,
+		"-poll-interval-filepath", pollPath, "-disable-geoip", "-unsafe-logging"}
+	if err := c.startBrokers(ctx, brokerAddr, brokerArgs); err != nil {
 		return err
 	}
-	c.log.Info("broker ready", "url", c.BrokerURL, "pid", c.Broker.PID())
+	c.log.Info("broker URL", "url", c.BrokerURL)
 
 	if c.cfg.NATProbe {
 		args := []string{"-disable-tls", "-addr", probeAddr, "-unsafe-logging"}
@@ -245,6 +254,67 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.log.Info("client ready", "socks", socksAddr, "pid", c.Client.PID())
 	return nil
+}
+
+// startBrokers starts the broker, or with Config.Brokers the NATS server,
+// the brokers and HAProxy on addr.
+func (c *Cluster) startBrokers(ctx context.Context, addr string, args []string) error {
+	clustered := c.cfg.Brokers > 0
+	var haPath string
+	if clustered {
+		natsPath, err := FindTool(NATSServerPath, "nats-server", "nats-server")
+		if err != nil {
+			return err
+		}
+		if haPath, err = FindTool(HAProxyPath, "haproxy", "haproxy"); err != nil {
+			return err
+		}
+		natsAddr, err := FreeAddr()
+		if err != nil {
+			return err
+		}
+		if c.NATS, err = StartNATS(ctx, NATSConfig{Path: natsPath, Name: "nats", Dir: c.cfg.Dir, Addr: natsAddr}); err != nil {
+			return err
+		}
+		c.NATSURL = "nats://" + natsAddr
+		c.log.Info("nats-server ready", "url", c.NATSURL, "pid", c.NATS.PID())
+		if c.BrokerAddrs, err = FreeAddrs(c.cfg.Brokers); err != nil {
+			return err
+		}
+	} else {
+		c.BrokerAddrs = []string{addr}
+	}
+	for i, a := range c.BrokerAddrs {
+		name, bargs := "broker", append([]string{"-addr", a}, args...)
+		if clustered {
+			name = fmt.Sprintf("broker%d", i+1)
+			bargs = append(bargs, "-nats", c.NATSURL, "-instance", name)
+		}
+		p, err := StartProcess(ctx, ProcessConfig{
+			Name: name, Path: c.cfg.Binaries.Broker, LogPath: c.logPath(name),
+			Args:  append(bargs, c.cfg.BrokerArgs...),
+			Ready: HTTPReady("http://"+a+"/healthz", 200),
+		})
+		if p != nil {
+			c.Brokers = append(c.Brokers, p)
+		}
+		if err != nil {
+			return err
+		}
+		c.log.Info("broker ready", "name", name, "addr", a, "pid", p.PID())
+	}
+	c.Broker = c.Brokers[0]
+	if !clustered {
+		return nil
+	}
+	var err error
+	c.HAProxy, err = StartHAProxy(ctx, HAProxyConfig{Path: haPath, Dir: c.cfg.Dir, Addr: addr, Brokers: c.BrokerAddrs})
+	if err != nil {
+		return err
+	}
+	c.log.Info("haproxy ready", "addr", addr, "pid", c.HAProxy.PID())
+	// Each broker takes requests once HAProxy's health checks pass.
+	return poll(ctx, 30*time.Second, HTTPReady(c.BrokerURL+"healthz", 200))
 }
 
 func (c *Cluster) logPath(name string) string {
@@ -340,7 +410,7 @@ func (c *Cluster) Processes() []*Process {
 	for _, p := range c.Proxies() {
 		out = append(out, p.Process)
 	}
-	for _, p := range []*Process{c.NATProbe, c.Broker, c.Relay} {
+	for _, p := range append(append([]*Process{c.NATProbe}, c.Brokers...), c.Relay, c.HAProxy, c.NATS) {
 		if p != nil {
 			out = append(out, p)
 		}
@@ -376,12 +446,15 @@ func (c *Cluster) Close() error {
 		}
 		stopAll(proxies)
 		var rest []*Process
-		for _, p := range []*Process{c.NATProbe, c.Broker, c.Relay} {
+		for _, p := range append([]*Process{c.NATProbe, c.HAProxy, c.Relay}, c.Brokers...) {
 			if p != nil {
 				rest = append(rest, p)
 			}
 		}
 		stopAll(rest)
+		if c.NATS != nil { // after the brokers, which leave it on shutdown
+			stopAll([]*Process{c.NATS})
+		}
 		if c.Target != nil {
 			errs = append(errs, c.Target.Close())
 		}

@@ -39,6 +39,8 @@ type ProcessConfig struct {
 	Ready func(ctx context.Context) error
 	// ReadyTimeout bounds Ready; 0 means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// StopSignal is the signal Stop sends first; 0 means SIGTERM.
+	StopSignal syscall.Signal
 }
 
 // Process is a child process in its own process group, so that signals
@@ -277,7 +279,11 @@ func (p *Process) Stop(timeout time.Duration) error {
 	default:
 	}
 	pgid := cmd.Process.Pid
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	sig := p.cfg.StopSignal
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	_ = cmd.Process.Signal(sig)
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	var errs []error

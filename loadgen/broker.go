@@ -41,6 +41,14 @@ type BrokerConfig struct {
 	// URL is the broker's base URL, e.g. http://127.0.0.1:8080 (paths
 	// /proxy, /client and /answer are appended). Required.
 	URL string
+	// CheckURLs are Prometheus pages of brokers (each instance of a
+	// cluster behind URL, for example) checked once the load has stopped:
+	// what each still holds is reported (BrokerResult.Leftovers).
+	CheckURLs []string
+	// ClientURL, if set, is where the clients send their offers instead
+	// of URL (another instance of a broker cluster: every match then
+	// crosses instances). Proxies poll and answer at URL.
+	ClientURL string
 
 	// Proxies is the number of simulated proxies long-polling during the
 	// client steps. Default DefaultBrokerProxies; negative means none
@@ -99,6 +107,7 @@ type BrokerConfig struct {
 // BrokerResult is what RunBroker measured.
 type BrokerResult struct {
 	URL          string       `json:"url"`
+	ClientURL    string       `json:"client_url,omitempty"`
 	Proxies      int          `json:"proxies"`
 	ProxyNAT     string       `json:"proxy_nat_mix"`
 	ProxyTypes   string       `json:"proxy_type_mix"`
@@ -111,6 +120,9 @@ type BrokerResult struct {
 	Steps        []BrokerStep `json:"steps"`
 	Proxy        ProxyCounts  `json:"proxy"`
 	ErrorSamples []string     `json:"error_samples,omitempty"`
+	// Leftovers: what each of BrokerConfig.CheckURLs held once the load
+	// stopped.
+	Leftovers []BrokerLeftover `json:"leftovers,omitempty"`
 }
 
 // BrokerStep is one client-concurrency step. Offers = Matches + Denials +
@@ -203,6 +215,19 @@ func (cfg BrokerConfig) withDefaults() (BrokerConfig, error) {
 		return cfg, err
 	}
 	cfg.URL = strings.TrimSuffix(u.String(), "/")
+	for _, c := range cfg.CheckURLs {
+		if _, err := parseURL(c, cfg.AllowNonLoopback, "http", "https"); err != nil {
+			return cfg, err
+		}
+	}
+	cfg.CheckURLs = slices.Clone(cfg.CheckURLs)
+	if cfg.ClientURL != "" {
+		cu, err := parseURL(cfg.ClientURL, cfg.AllowNonLoopback, "http", "https")
+		if err != nil {
+			return cfg, err
+		}
+		cfg.ClientURL = strings.TrimSuffix(cu.String(), "/")
+	}
 
 	switch {
 	case cfg.Proxies > maxPeers:
@@ -310,8 +335,10 @@ func answerTemplate() (sidTemplate, error) {
 type brokerRun struct {
 	cfg    BrokerConfig
 	client *h1Client
-	proc   procWatcher
-	errs   errorSamples
+	// clients is where clients send offers: client, or ClientURL's.
+	clients *h1Client
+	proc    procWatcher
+	errs    errorSamples
 
 	proxy struct {
 		polls, matches, noMatch, rejected, errors atomic.Int64
@@ -346,6 +373,14 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 		proc:         procWatcher{pid: cfg.PID},
 		clientBodies: make(map[string][]byte),
 	}
+	r.clients = r.client
+	if cfg.ClientURL != "" {
+		cu, err := url.Parse(cfg.ClientURL) // checked by withDefaults
+		if err != nil {
+			return BrokerResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		r.clients = newH1Client(cu, cfg.RequestTimeout, cfg.Insecure, cfg.AllowNonLoopback)
+	}
 	if _, err := answerTemplate(); err != nil {
 		return BrokerResult{}, err
 	}
@@ -357,7 +392,7 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 		r.clientBodies[e.Value] = b
 	}
 	res := BrokerResult{
-		URL: cfg.URL, Proxies: cfg.Proxies, ProxyNAT: cfg.ProxyNAT.String(), ProxyTypes: cfg.ProxyTypes.String(),
+		URL: cfg.URL, ClientURL: cfg.ClientURL, Proxies: cfg.Proxies, ProxyNAT: cfg.ProxyNAT.String(), ProxyTypes: cfg.ProxyTypes.String(),
 		ClientNAT: cfg.ClientNAT.String(), RelayPattern: cfg.RelayPattern, Rate: cfg.Rate,
 		StepSeconds: seconds(cfg.StepDuration), BrokerPID: cfg.PID,
 	}
@@ -402,6 +437,7 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
+	res.Leftovers = checkLeftovers(ctx, cfg.CheckURLs)
 	var matches, offers int64
 	for _, s := range res.Steps {
 		matches += s.Matches
@@ -570,7 +606,7 @@ func pace(ctx context.Context, perSec float64, tokens chan<- struct{}, missed *a
 // lasts; the request itself runs under ctx so that it can finish.
 func (r *brokerRun) clientLoop(ctx, stepCtx context.Context, i int, tokens <-chan struct{}, c *stepCounters, lat *recorder) {
 	body := r.clientBodies[r.cfg.ClientNAT.pick(i)]
-	hc := r.client.conn(ctx)
+	hc := r.clients.conn(ctx)
 	defer hc.close()
 	for {
 		if tokens != nil {

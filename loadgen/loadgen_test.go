@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -653,5 +654,44 @@ func TestNiceCeil(t *testing.T) {
 		if got := niceCeil(tc.in); got != tc.want {
 			t.Errorf("niceCeil(%v) = %v, want %v", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestRunBrokerClientURLAndChecks: offers go to ClientURL (here the same
+// fake broker through a second listener), and each CheckURLs page is
+// reported once the load has stopped.
+func TestRunBrokerClientURLAndChecks(t *testing.T) {
+	fb := startFakeBroker(t, 300*time.Millisecond, false)
+	var clientHits atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		clientHits.Add(1)
+		fb.srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "# TYPE flurry_broker_available_proxies gauge\nflurry_broker_available_proxies{nat=\"restricted\",type=\"standalone\"} 0\n# TYPE go_goroutines gauge\ngo_goroutines 17\n")
+	}))
+	defer metrics.Close()
+	res, err := RunBroker(testCtx(t), BrokerConfig{
+		URL: fb.srv.URL, ClientURL: front.URL, CheckURLs: []string{metrics.URL, "http://127.0.0.1:1/none"},
+		Proxies: 4, Clients: []int{2}, StepDuration: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("RunBroker: %v", err)
+	}
+	if res.Steps[0].Matches == 0 || clientHits.Load() < res.Steps[0].Offers {
+		t.Errorf("%d offers, %d matches, %d requests at the client URL", res.Steps[0].Offers, res.Steps[0].Matches, clientHits.Load())
+	}
+	if len(res.Leftovers) != 2 {
+		t.Fatalf("leftovers %+v", res.Leftovers)
+	}
+	if l := res.Leftovers[0]; l.WaitingPolls != 0 || l.Goroutines != 17 || l.Error != "" {
+		t.Errorf("leftover %+v", l)
+	}
+	if res.Leftovers[1].Error == "" {
+		t.Error("an unreachable check URL reports no error")
+	}
+	if _, err := RunBroker(testCtx(t), BrokerConfig{URL: fb.srv.URL, CheckURLs: []string{"http://192.0.2.1/prometheus"}}); err == nil {
+		t.Error("a non-loopback check URL was accepted")
 	}
 }

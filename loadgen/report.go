@@ -93,6 +93,13 @@ func (r Result) WriteTable(w io.Writer) error {
 		tw.Flush()
 		fmt.Fprintf(w, "proxies: %d polls, %d matched, %d no match, %d relay pattern rejected, %d errors; answers: %d success, %d client gone, %d errors\n",
 			p.Polls, p.Matches, p.NoMatch, p.RelayPatternRejected, p.Errors, p.AnswersSuccess, p.AnswersClientGone, p.AnswerErrors)
+		for _, l := range b.Leftovers {
+			if l.Error != "" {
+				fmt.Fprintf(w, "after the load, %s: %s\n", l.URL, l.Error)
+				continue
+			}
+			fmt.Fprintf(w, "after the load, %s: %.0f waiting polls, %.0f goroutines\n", l.URL, l.WaitingPolls, l.Goroutines)
+		}
 		writeErrors(w, b.ErrorSamples)
 	}
 	if ri := r.RelayIdle; ri != nil {

@@ -76,6 +76,8 @@ type options struct {
 	trustedProxies           string
 
 	sqsName, sqsRegion, sqsProfiles, sqsEndpoint string
+
+	nats, natsCreds, instance string
 }
 
 func main() {
@@ -146,6 +148,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.sqsRegion, "broker-sqs-region", "", "AWS region of -broker-sqs-name, e.g. us-east-1")
 	fs.StringVar(&o.sqsProfiles, "sqs-profiles", "", "comma-separated AWS shared-config profiles: one SQS reader per profile (empty: the SDK's default credentials)")
 	fs.StringVar(&o.sqsEndpoint, "broker-sqs-endpoint", "", "SQS endpoint instead of AWS's, e.g. http://127.0.0.1:4100 (a local SQS-compatible server)")
+	fs.StringVar(&o.nats, "nats", "", "join a cluster of brokers that act as one (docs/cluster.md): NATS server URL, or comma-separated URLs, e.g. nats://10.0.0.5:4222,nats://10.0.0.6:4222 (empty: standalone)")
+	fs.StringVar(&o.natsCreds, "nats-creds", "", "NATS credentials file (JWT and NKey seed) for -nats")
+	fs.StringVar(&o.instance, "instance", broker.DefaultInstance(), "this broker's name in the cluster's metrics and logs (A-Z a-z 0-9 . _ -, at most 64)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-broker (-disable-tls | -cert FILE -key FILE | -acme-hostnames NAMES) [flags]\n\nA Snowflake-compatible rendezvous broker. See docs/broker.md.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -161,6 +166,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	}
 	if (o.sqsName == "") != (o.sqsRegion == "") {
 		return nil, errors.New("-broker-sqs-name and -broker-sqs-region must be given together")
+	}
+	if o.nats == "" && o.natsCreds != "" {
+		return nil, errors.New("-nats-creds needs -nats")
+	}
+	if !broker.ValidInstance(o.instance) {
+		return nil, fmt.Errorf("-instance %q: 1 to 64 of A-Z a-z 0-9 . _ -", o.instance)
 	}
 	if o.sqsName == "" && (o.sqsProfiles != "" || o.sqsEndpoint != "") {
 		return nil, errors.New("-sqs-profiles and -broker-sqs-endpoint need -broker-sqs-name")
@@ -295,6 +306,9 @@ func run(o *options) error {
 		IPCountPrefix:       o.ipCountPrefix,
 		IPCountInterval:     o.ipCountInterval,
 		SeparatePrometheus:  o.metricsAddr != "",
+		NATS:                o.nats,
+		NATSCreds:           o.natsCreds,
+		Instance:            o.instance,
 		Logger:              log,
 	})
 	if err != nil {

@@ -127,6 +127,33 @@ type Matcher struct {
 
 	epoch     time.Time    // New's time, for lastMatch
 	lastMatch atomic.Int64 // when a client last took a proxy, ns since epoch; -1: never
+
+	hooks Hooks // set by SetHooks before use
+}
+
+// Hooks let a broker cluster follow the matcher (see broker/internal/cluster).
+type Hooks struct {
+	// Changed is called, under the matcher's lock, whenever the set of
+	// bridges some waiting proxy accepts may have changed in a pool (see
+	// Available). It must not block or call the Matcher.
+	Changed func()
+	// Matched is called, outside the lock, when a client takes the proxy of
+	// session sid; the function it returns is called once that client's
+	// wait for the answer ends.
+	Matched func(sid string) (release func())
+}
+
+// SetHooks installs h. Call it before the Matcher is used.
+func (m *Matcher) SetHooks(h Hooks) { m.hooks = h }
+
+// Available returns the bridges (bit i = bridge i) for which a proxy waits
+// that could serve a client with restricted (or unknown) NAT, and one with
+// unrestricted NAT.
+func (m *Matcher) Available() (restricted, unrestricted uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.pools[poolUnrestricted].accepts()
+	return u, u | m.pools[poolRestricted].accepts()
 }
 
 // New returns an empty matcher.
@@ -253,7 +280,9 @@ func (m *Matcher) Enqueue(p *Proxy) error {
 	m.seq++
 	p.state = stateWaiting
 	m.addSession(p)
-	m.poolFor(p.NAT).push(p)
+	if m.poolFor(p.NAT).push(p) && m.hooks.Changed != nil {
+		m.hooks.Changed()
+	}
 	return nil
 }
 
@@ -356,8 +385,15 @@ func (m *Matcher) abandon(p *Proxy, cause error) error {
 
 // removeWaiting takes a waiting p out of its pool and the map. Caller holds mu.
 func (m *Matcher) removeWaiting(p *Proxy) {
-	m.poolFor(p.NAT).remove(p)
+	m.unpool(p)
 	m.dropSession(p)
+}
+
+// unpool takes p out of its pool. Caller holds mu.
+func (m *Matcher) unpool(p *Proxy) {
+	if m.poolFor(p.NAT).remove(p) && m.hooks.Changed != nil {
+		m.hooks.Changed()
+	}
 }
 
 func (m *Matcher) poolFor(nat NAT) *pool {
@@ -386,15 +422,21 @@ func (m *Matcher) Rendezvous(ctx context.Context, c ClientOffer) (Answer, error)
 		if wake != nil {
 			wake()
 		}
+		release := func() {}
+		if m.hooks.Matched != nil {
+			release = m.hooks.Matched(p.Sid)
+		}
 		select {
 		case <-cw.done:
 		case <-ctx.Done():
 			if m.giveUp(p, cw) {
+				release()
 				return Answer{ProxyType: p.Type, ProxyKey: p.Key}, ErrTimedOut
 			}
 			// The answer (or the proxy's departure) won the race; cw.done
 			// is closed.
 		}
+		release()
 		if !cw.proxyGone {
 			return Answer{SDP: cw.answer, ProxyType: p.Type, ProxyKey: p.Key}, nil
 		}
@@ -419,21 +461,18 @@ func (m *Matcher) match(c ClientOffer, cw *client) (*Proxy, func()) {
 	// pool's: a proxy that is likely to leave the client waiting is worth
 	// less than keeping an unrestricted proxy for a restricted client.
 	var p *Proxy
-	pl := &m.pools[poolUnrestricted]
 	if c.NAT == NATUnrestricted {
-		if p = m.pools[poolRestricted].best(bit); p != nil {
-			pl = &m.pools[poolRestricted]
-		}
+		p = m.pools[poolRestricted].best(bit)
 	}
 	if p == nil || p.penalty > 0 {
 		if u := m.pools[poolUnrestricted].best(bit); u != nil && (p == nil || u.penalty < p.penalty) {
-			p, pl = u, &m.pools[poolUnrestricted]
+			p = u
 		}
 	}
 	if p == nil {
 		return nil, nil
 	}
-	pl.remove(p)
+	m.unpool(p)
 	p.state = stateMatched
 	p.client = cw
 	p.offer = Offer(c)

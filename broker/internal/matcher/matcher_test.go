@@ -702,3 +702,60 @@ func TestNotifyEndAbandon(t *testing.T) {
 		}
 	})
 }
+
+// TestHooksAndAvailable: Changed fires when a pool's set of bridges
+// changes, Available reports it by client NAT class, and Matched brackets
+// a client's wait for the answer.
+func TestHooksAndAvailable(t *testing.T) {
+	m := New()
+	changes := 0
+	var matched []string
+	released := 0
+	m.SetHooks(Hooks{
+		Changed: func() { changes++ },
+		Matched: func(sid string) func() {
+			matched = append(matched, sid)
+			return func() { released++ }
+		},
+	})
+	if r, u := m.Available(); r != 0 || u != 0 {
+		t.Fatalf("empty matcher: %b %b", r, u)
+	}
+	restricted := &Proxy{Sid: "r", NAT: NATRestricted, Accepts: 0b01}
+	unrestricted := &Proxy{Sid: "u", NAT: NATUnrestricted, Accepts: 0b10}
+	for _, p := range []*Proxy{restricted, unrestricted} {
+		if err := m.Enqueue(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, u := m.Available(); r != 0b10 || u != 0b11 {
+		t.Errorf("Available = %b %b, want 10 11", r, u)
+	}
+	if changes != 2 {
+		t.Errorf("%d changes after two new classes", changes)
+	}
+	done := make(chan Answer)
+	go func() {
+		a, err := m.Rendezvous(context.Background(), ClientOffer{SDP: "o", NAT: NATRestricted, Bridge: 1})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- a
+	}()
+	if _, err := m.Wait(context.Background(), unrestricted, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Answer("u", "a"); !ok {
+		t.Fatal("answer not delivered")
+	}
+	if a := <-done; a.SDP != "a" {
+		t.Errorf("answer %q", a.SDP)
+	}
+	if r, u := m.Available(); r != 0 || u != 0b01 {
+		t.Errorf("after the match Available = %b %b, want 0 1", r, u)
+	}
+	if changes != 3 || len(matched) != 1 || matched[0] != "u" || released != 1 {
+		t.Errorf("changes %d, matched %q, released %d", changes, matched, released)
+	}
+	_, _ = m.Wait(context.Background(), restricted, 0)
+}

@@ -32,7 +32,8 @@ func before(a, b *Proxy) bool {
 	return a.seq < b.seq
 }
 
-func (pl *pool) push(p *Proxy) {
+// push adds p; it reports whether a class was listed (see accepts).
+func (pl *pool) push(p *Proxy) bool {
 	c := pl.byMask[p.Accepts]
 	if c == nil {
 		if pl.byMask == nil {
@@ -41,7 +42,8 @@ func (pl *pool) push(p *Proxy) {
 		c = &class{mask: p.Accepts, slot: -1}
 		pl.byMask[p.Accepts] = c
 	}
-	if c.slot < 0 {
+	listed := c.slot < 0
+	if listed {
 		c.slot = len(pl.classes)
 		pl.classes = append(pl.classes, c)
 	}
@@ -50,6 +52,16 @@ func (pl *pool) push(p *Proxy) {
 	c.heap = append(c.heap, p)
 	c.up(p.index)
 	pl.waiting++
+	return listed
+}
+
+// accepts returns the union of the masks of the classes with a waiting proxy.
+func (pl *pool) accepts() uint64 {
+	var mask uint64
+	for _, c := range pl.classes {
+		mask |= c.mask
+	}
+	return mask
 }
 
 // best returns, without removing it, the best proxy among the classes whose
@@ -64,15 +76,16 @@ func (pl *pool) best(bit uint64) *Proxy {
 	return best
 }
 
-// remove takes p out of its class heap.
-func (pl *pool) remove(p *Proxy) {
+// remove takes p out of its class heap; it reports whether its class was
+// unlisted (see accepts).
+func (pl *pool) remove(p *Proxy) bool {
 	c := p.cls
 	c.removeAt(p.index)
 	p.cls = nil
 	p.index = -1
 	pl.waiting--
 	if len(c.heap) > 0 {
-		return
+		return false
 	}
 	// Unlist the empty class: swap it with the last listed one.
 	last := len(pl.classes) - 1
@@ -85,6 +98,7 @@ func (pl *pool) remove(p *Proxy) {
 	if len(pl.byMask) > keptEmptyClasses {
 		delete(pl.byMask, c.mask)
 	}
+	return true
 }
 
 func (c *class) removeAt(i int) {

@@ -44,6 +44,7 @@ func run() int {
 		clientMax = fs.Int("max", 1, "proxies the client uses at once (its -max)")
 		keep      = fs.Bool("keep", false, "keep the work directory with the logs after the demo")
 		verbose   = fs.Bool("v", false, "print every orchestration step")
+		brokers   = fs.Int("brokers", 0, "run this many brokers as one cluster: a nats-server, the brokers joined through it (-nats) and HAProxy in front\n(round robin, health checks on /healthz); needs Debian's nats-server and haproxy. 0: one broker alone")
 		hold      = fs.Bool("hold", false, "after the download (with -size 0: instead of it) keep the chain running, print the SOCKS address, the target URL and a\nflurry-loadgen chain command to measure it, until Ctrl-C or SIGTERM; then stop everything")
 	)
 	fs.Usage = func() {
@@ -55,6 +56,18 @@ func run() int {
 			return 0
 		}
 		return 2
+	}
+	if *brokers < 0 || *brokers > 16 {
+		fmt.Fprintln(os.Stderr, "flurry-demo: -brokers must be between 0 and 16")
+		return 2
+	}
+	if *brokers > 0 {
+		for _, tool := range []struct{ path, name string }{{demo.NATSServerPath, "nats-server"}, {demo.HAProxyPath, "haproxy"}} {
+			if _, err := demo.FindTool(tool.path, tool.name, tool.name); err != nil {
+				fmt.Fprintf(os.Stderr, "flurry-demo: -brokers %d needs %v\n", *brokers, err)
+				return 1
+			}
+		}
 	}
 	if *size < 0 || *size > 512<<20 || (*size == 0 && !*hold) || *proxies < 1 || *clientMax < 1 {
 		fmt.Fprintln(os.Stderr, "flurry-demo: -size must be between 1 and 536870912 (0 only with -hold); -proxies and -max must be positive")
@@ -102,7 +115,11 @@ func run() int {
 		done("built in %v", since(t0))
 	}
 
-	step("Starting target, relay, broker, NAT probe, %d proxies and the client on 127.0.0.1", *proxies)
+	brokerText := "broker"
+	if *brokers > 0 {
+		brokerText = fmt.Sprintf("nats-server, %d brokers on it, HAProxy in front", *brokers)
+	}
+	step("Starting target, relay, %s, NAT probe, %d proxies and the client on 127.0.0.1", brokerText, *proxies)
 	t0 := time.Now()
 	cluster, err := demo.Start(ctx, demo.Config{
 		Binaries:  bins,
@@ -111,6 +128,7 @@ func run() int {
 		FileSize:  *size, // 0 (only with -hold): DefaultFileSize
 		NATProbe:  true,
 		ClientMax: *clientMax,
+		Brokers:   *brokers,
 		Logger:    logger,
 	})
 	if err != nil {
@@ -127,7 +145,15 @@ func run() int {
 		done("all processes exited cleanly")
 	}()
 	done("ready in %v", since(t0))
-	fmt.Printf("    broker  %s   (pid %d)\n", cluster.BrokerURL, cluster.Broker.PID())
+	if cluster.HAProxy != nil {
+		fmt.Printf("    haproxy %s   (pid %d) -> %d brokers\n", cluster.BrokerURL, cluster.HAProxy.PID(), len(cluster.Brokers))
+		for i, b := range cluster.Brokers {
+			fmt.Printf("    %s http://%s/   (pid %d)\n", b.Name(), cluster.BrokerAddrs[i], b.PID())
+		}
+		fmt.Printf("    nats    %s   (pid %d)\n", cluster.NATSURL, cluster.NATS.PID())
+	} else {
+		fmt.Printf("    broker  %s   (pid %d)\n", cluster.BrokerURL, cluster.Broker.PID())
+	}
 	fmt.Printf("    relay   %s   (pid %d) -> target %s\n", cluster.RelayURL, cluster.Relay.PID(), cluster.Target.Addr)
 	fmt.Printf("    natprobe %s   (pid %d)\n", cluster.NATProbeURL, cluster.NATProbe.PID())
 	for _, p := range cluster.Proxies() {

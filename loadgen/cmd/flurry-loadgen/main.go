@@ -203,6 +203,16 @@ func brokerFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Res
 	proxyTypes.m, _ = loadgen.ParseMix(loadgen.DefaultProxyTypeMix)
 	cliNATs.m, _ = loadgen.ParseMix(loadgen.DefaultClientNATMix)
 	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "broker base URL")
+	fs.Func("check-urls", "comma-separated Prometheus URLs of brokers (e.g. each instance behind -url) whose waiting polls and goroutines are reported once the load has stopped", func(v string) error {
+		cfg.CheckURLs = nil
+		for u := range strings.SplitSeq(v, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				cfg.CheckURLs = append(cfg.CheckURLs, u)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&cfg.ClientURL, "client-url", "", "send the clients' offers here instead of -url (another instance of a broker cluster: every match crosses instances)")
 	fs.IntVar(&cfg.Proxies, "proxies", loadgen.DefaultBrokerProxies, "simulated proxies polling during the client steps")
 	fs.Var(&clients, "clients", "client concurrency of each step, comma-separated (e.g. 1,10,50)")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "total offers per second per step (0: back to back)")
