@@ -66,7 +66,8 @@ lint: ## staticcheck (pinned version, through go run)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
 interop: ## Against Snowflake v2.14.1 built from its Go module: mixed chains, failover, differential and flag-parity tests (nested module interop/, see docs/interop.md)
-	cd interop && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && $(GO) test -v -count=1 -timeout 15m ./...
+	cd interop && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \
+		$(GO) run ./cmd/snowflake-bins >/dev/null && $(GO) test -v -count=1 -timeout 15m ./...
 
 snowflake-bins: ## Build Snowflake v2.14.1's broker, proxy, client and server into DIR (default: the user's cache directory); reused while the Go version is the same
 	cd interop && $(GO) run ./cmd/snowflake-bins $(if $(DIR),-o $(abspath $(DIR)))
