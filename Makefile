@@ -69,12 +69,15 @@ lint: ## staticcheck (pinned version, through go run)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
 interop: ## Against Snowflake v2.14.1 built from its Go module: mixed chains, failover, differential and flag-parity tests (nested module interop/, see docs/interop.md)
-	cd interop && $(GO) vet ./... && $(GO) test -count=1 -timeout 15m ./...
+	cd interop && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \
+		$(GO) run ./cmd/snowflake-bins >/dev/null && $(GO) test -v -count=1 -timeout 15m ./...
 
 snowflake-bins: ## Build Snowflake v2.14.1's broker, proxy, client and server into DIR (default: the user's cache directory); reused while the Go version is the same
 	cd interop && $(GO) run ./cmd/snowflake-bins $(if $(DIR),-o $(abspath $(DIR)))
 
-sidebyside: build ## Broker and relay memory and matches/s of Flurry and Snowflake v2.14.1 in one run (flurry-loadgen; results in out/sidebyside)
+sidebyside: ## Broker and relay memory and matches/s of Flurry and Snowflake v2.14.1 in one run (flurry-loadgen; results in out/sidebyside)
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./broker/cmd/flurry-broker ./relay/cmd/flurry-relay ./loadgen/cmd/flurry-loadgen
 	cd interop && $(GO) run ./cmd/snowflake-bins -o $(abspath out/snowflake-bin)
 	BIN=$(BIN) SF=out/snowflake-bin scripts/sidebyside.sh
 

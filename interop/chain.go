@@ -47,15 +47,14 @@ func (r Roles) String() string {
 func Matrix() []Roles {
 	out := []Roles{{}, {Snowflake, Snowflake, Snowflake, Snowflake}}
 	for _, base := range []Impl{Snowflake, Flurry} {
-		other := Flurry
-		if base == Flurry {
-			other = Snowflake
-		}
-		for i := range 4 {
-			r := Roles{base, base, base, base}
-			*[]*Impl{&r.Broker, &r.Proxy, &r.Client, &r.Relay}[i] = other
-			out = append(out, r)
-		}
+		other := Snowflake - base
+		b := Roles{base, base, base, base}
+		swapped := []Roles{b, b, b, b}
+		swapped[0].Broker = other
+		swapped[1].Proxy = other
+		swapped[2].Client = other
+		swapped[3].Relay = other
+		out = append(out, swapped...)
 	}
 	return out
 }

@@ -211,3 +211,25 @@ func TestFailover(t *testing.T) {
 		t.Logf("failover (serving proxy SIGKILLed at 30 %%, a new one started at once):\n%s", formatMatrix(results, true))
 	}
 }
+
+// TestMatrix checks the chains: ten distinct ones, the two pure ones, and
+// eight with exactly one role of the other implementation.
+func TestMatrix(t *testing.T) {
+	seen := map[Roles]bool{}
+	swaps := 0
+	for _, r := range Matrix() {
+		seen[r] = true
+		n := 0
+		for _, i := range []Impl{r.Broker, r.Proxy, r.Client, r.Relay} {
+			n += int(i)
+		}
+		if n == 1 || n == 3 {
+			swaps++
+		} else if n != 0 && n != 4 {
+			t.Errorf("%s is not a one-role swap", r)
+		}
+	}
+	if len(seen) != 10 || swaps != 8 || !seen[Roles{}] || !seen[Roles{Snowflake, Snowflake, Snowflake, Snowflake}] {
+		t.Errorf("matrix %v", Matrix())
+	}
+}

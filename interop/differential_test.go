@@ -14,6 +14,9 @@ import (
 	sfenc "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/snowflake/v2/common/encapsulation"
 	sfmsg "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/snowflake/v2/common/messages"
 	sftt "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/snowflake/v2/common/turbotunnel"
+	sfutil "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/snowflake/v2/common/util"
+
+	"github.com/pion/webrtc/v4"
 )
 
 // The differential tests encode random realistic values with both
@@ -306,6 +309,40 @@ func checkClientPollResponse(t *testing.T, b []byte, exact bool) {
 	}
 }
 
+func TestDifferentialSessionDescription(t *testing.T) {
+	g := newGen(t)
+	for range rounds {
+		typ := g.pick("offer", "answer", "pranswer", "rollback")
+		ours := g.sdp(typ)
+		d, err := messages.DecodeSessionDescription(ours)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := sfutil.SerializeSessionDescription(&webrtc.SessionDescription{Type: webrtc.NewSDPType(typ), SDP: d.SDP})
+		sameBytes(t, "session description", []byte(ours), []byte(theirs), nil, err)
+		checkSessionDescription(t, []byte(ours), true)
+	}
+	// Keys match exactly in both, whatever encoding/json's folding would do.
+	for _, s := range []string{`{"Type":"offer","SDP":""}`, `{"type":"offer","ſdp":""}`, `{"\u0074ype":"offer","sdp":""}`,
+		`{"type":"offer","sdp":"","Type":"answer"}`, `{"type":null,"sdp":""}`, `{"type":"Offer","sdp":""}`, `[]`, `null`} {
+		checkSessionDescription(t, []byte(s), true)
+	}
+}
+
+// checkSessionDescription decodes b with both; the error texts (which a
+// client reads after "malformed session description: ") must be equal.
+func checkSessionDescription(t *testing.T, b []byte, exact bool) {
+	t.Helper()
+	o, oerr := messages.DecodeSessionDescription(string(b))
+	s, serr := sfutil.DeserializeSessionDescription(string(b))
+	if oerr != nil && serr != nil && exact && oerr.Error() != "malformed session description: "+serr.Error() {
+		t.Fatalf("session description %q: error %q, Snowflake's %q", b, oerr, serr)
+	}
+	if agree(t, "session description", b, oerr, serr, exact) && (o.Type != s.Type.String() || o.SDP != s.SDP) {
+		t.Fatalf("session description %q:\nflurry    %+v\nsnowflake %+v", b, o, s)
+	}
+}
+
 func TestDifferentialEncapsulation(t *testing.T) {
 	g := newGen(t)
 	sizes := []int{0, 1, 62, 63, 64, 65, 8190, 8191, 8192, 8193, 65535, 1 << 20}
@@ -401,6 +438,7 @@ func FuzzDecoders(f *testing.F) {
 		checkClientPollRequest(t, b, false)
 		checkClientPollResponse(t, b, false)
 		checkLegacyClientPoll(t, b, "", false)
+		checkSessionDescription(t, b, false)
 		checkReadData(t, b)
 	})
 }

@@ -4,6 +4,7 @@ go 1.26.2
 
 require (
 	github.com/flurrypt/flurry v0.0.0
+	github.com/pion/webrtc/v4 v4.2.26
 	gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/snowflake/v2 v2.14.1
 )
 
@@ -33,7 +34,6 @@ require (
 	github.com/pion/transport/v4 v4.0.1 // indirect
 	github.com/pion/transport/v5 v5.1.4 // indirect
 	github.com/pion/turn/v5 v5.1.3 // indirect
-	github.com/pion/webrtc/v4 v4.2.26 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/realclientip/realclientip-go v1.0.0 // indirect
 	github.com/tjfoc/gmsm v1.4.1 // indirect

@@ -135,7 +135,6 @@ func inNetns(t *testing.T, got func(cellResult)) bool {
 	if err != nil || !passed {
 		t.Fatalf("in a network namespace: %v\n%s", err, out)
 	}
-	t.Logf("in a network namespace:\n%s", out)
 	if b, err := os.ReadFile(resultPath); err == nil && got != nil {
 		var r cellResult
 		if err := json.Unmarshal(b, &r); err != nil {

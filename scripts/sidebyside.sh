@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
-SF=${SF:?SF must name the directory of Snowflake's binaries (make snowflake-bins DIR=...)}
+SF=${SF:?SF must name the directory of the Snowflake binaries (make snowflake-bins DIR=...)}
 OUT=${OUT:-out/sidebyside}
 DURATION=${DURATION:-10s}
 mkdir -p "$OUT"
