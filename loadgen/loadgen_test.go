@@ -9,8 +9,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -652,6 +654,25 @@ func TestNiceCeil(t *testing.T) {
 	for _, tc := range []struct{ in, want float64 }{{0, 1}, {0.3, 0.5}, {1, 1}, {1.1, 2}, {3, 5}, {7, 10}, {4200, 5000}} {
 		if got := niceCeil(tc.in); got != tc.want {
 			t.Errorf("niceCeil(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestSourceAddrs(t *testing.T) {
+	s, err := newSourceAddrs(netip.MustParsePrefix("127.0.0.0/30"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 3 {
+		got = append(got, s.next().IP.String())
+	}
+	if want := []string{"127.0.0.2", "127.0.0.1", "127.0.0.2"}; !slices.Equal(got, want) {
+		t.Errorf("source addresses %v, want %v", got, want)
+	}
+	for _, bad := range []string{"::1/64", "127.0.0.1/32"} {
+		if _, err := newSourceAddrs(netip.MustParsePrefix(bad)); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("newSourceAddrs(%s) = %v, want ErrInvalidConfig", bad, err)
 		}
 	}
 }
