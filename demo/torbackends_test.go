@@ -25,7 +25,7 @@ func TestTorBackendsThroughFlurry(t *testing.T) {
 	if _, err := os.Stat(demo.DefaultTorGencertPath); err != nil {
 		testenv.Missing(t, "tor-gencert is not installed (%s: %v)", demo.DefaultTorGencertPath, err)
 	}
-	bins := binaries(t) // before the clock starts: building takes minutes on a busy machine
+	bins := binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	target, err := demo.StartTarget(1 << 20)
