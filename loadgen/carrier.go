@@ -19,10 +19,11 @@ import (
 
 // newWSDialer returns a WebSocket dialer of its own (never
 // websocket.DefaultDialer) with small buffers: the load generator may hold
-// tens of thousands of carriers.
-func newWSDialer(insecure, allow bool, handshake time.Duration) *websocket.Dialer {
+// tens of thousands of carriers. sources, if not nil, gives each
+// connection its source address.
+func newWSDialer(insecure, allow bool, handshake time.Duration, sources *sourceAddrs) *websocket.Dialer {
 	return &websocket.Dialer{
-		NetDialContext:   newDialer(allow).DialContext,
+		NetDialContext:   dialFrom(newDialer(allow), sources),
 		HandshakeTimeout: handshake,
 		ReadBufferSize:   1024,
 		WriteBufferSize:  1024,

@@ -9,8 +9,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -693,5 +695,24 @@ func TestRunBrokerClientURLAndChecks(t *testing.T) {
 	}
 	if _, err := RunBroker(testCtx(t), BrokerConfig{URL: fb.srv.URL, CheckURLs: []string{"http://192.0.2.1/prometheus"}}); err == nil {
 		t.Error("a non-loopback check URL was accepted")
+	}
+}
+
+func TestSourceAddrs(t *testing.T) {
+	s, err := newSourceAddrs(netip.MustParsePrefix("127.0.0.0/30"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 3 {
+		got = append(got, s.next().IP.String())
+	}
+	if want := []string{"127.0.0.2", "127.0.0.1", "127.0.0.2"}; !slices.Equal(got, want) {
+		t.Errorf("source addresses %v, want %v", got, want)
+	}
+	for _, bad := range []string{"::1/64", "127.0.0.1/32"} {
+		if _, err := newSourceAddrs(netip.MustParsePrefix(bad)); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("newSourceAddrs(%s) = %v, want ErrInvalidConfig", bad, err)
+		}
 	}
 }

@@ -72,9 +72,18 @@ func TestRealRelay(t *testing.T) {
 	url := "ws" + srv.URL[len("http"):] + "/"
 	ctx := testCtx(t)
 
-	idle, err := RunRelayIdle(ctx, RelayIdleConfig{URL: url, Carriers: []int{20}, Settle: 20 * time.Millisecond})
+	idle, err := RunRelayIdle(ctx, RelayIdleConfig{URL: url, Carriers: []int{20}, Settle: 20 * time.Millisecond, SourcePrefix: DefaultSourcePrefix})
 	if err != nil || idle.Steps[0].Open != 20 || idle.ClosedByRelay != 0 {
 		t.Fatalf("RunRelayIdle: %v, %+v", err, idle)
+	}
+	for _, active := range []bool{false, true} {
+		ss, err := RunRelaySessions(ctx, RelaySessionsConfig{URL: url, Sessions: []int{3, 6}, Active: active, Settle: 20 * time.Millisecond, SourcePrefix: DefaultSourcePrefix})
+		if err != nil || len(ss.Steps) != 2 || ss.Steps[1].Open != 6 || ss.Errors != 0 {
+			t.Fatalf("RunRelaySessions(active %v): %v, %+v", active, err, ss)
+		}
+	}
+	if st := r.Stats(); st.Sessions != 12 || st.Streams != 12 {
+		t.Errorf("the relay saw %d sessions and %d streams, want 12 and 12", st.Sessions, st.Streams)
 	}
 	tp, err := RunRelayThroughput(ctx, RelayThroughputConfig{URL: url, Carriers: 2, Streams: 2, Duration: time.Second})
 	if err != nil || tp.StreamsConnected != 4 || tp.BytesReceived <= 0 || tp.StreamErrors != 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sync"
@@ -71,6 +72,11 @@ type RelayIdleConfig struct {
 	HandshakeTimeout time.Duration
 	// PID, if positive, is the relay's process ID, for memory figures.
 	PID int
+	// SourcePrefix, if valid and the relay's address is an IPv4 address
+	// inside it, makes the carriers come from its addresses in turn
+	// (DefaultSourcePrefix: 127.0.0.0/8), so that more carriers than one
+	// address has ephemeral ports can be opened.
+	SourcePrefix netip.Prefix
 	// Insecure skips TLS verification (self-signed test relays).
 	Insecure bool
 	// AllowNonLoopback allows a relay that is not on a loopback address.
@@ -164,7 +170,15 @@ func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, er
 		closing                        atomic.Bool
 		readers                        sync.WaitGroup
 	)
-	d := newWSDialer(cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
+	var sources *sourceAddrs
+	if cfg.SourcePrefix.IsValid() {
+		if host, err := netip.ParseAddr(u.Hostname()); err == nil && host.Is4() && cfg.SourcePrefix.Contains(host) {
+			if sources, err = newSourceAddrs(cfg.SourcePrefix); err != nil {
+				return res, err
+			}
+		}
+	}
+	d := newWSDialer(cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout, sources)
 	dialOne := func() {
 		id := turbotunnel.NewClientID()
 		ws, err := dialCarrier(ctx, d, u, id)
@@ -453,7 +467,7 @@ func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (Through
 		return res, err
 	}
 	var errs errorSamples
-	d := newWSDialer(cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
+	d := newWSDialer(cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout, nil)
 
 	// Open every carrier and stream first, so that the measured window is
 	// all data.

@@ -13,17 +13,18 @@ import (
 // Result is one flurry-loadgen invocation, as written by WriteJSON: the
 // machine and the results of whichever runs took place.
 type Result struct {
-	Tool            string              `json:"tool"`
-	Mode            string              `json:"mode"`
-	Started         time.Time           `json:"started"`
-	GoVersion       string              `json:"go_version"`
-	NumCPU          int                 `json:"num_cpu"`
-	Broker          *BrokerResult       `json:"broker,omitempty"`
-	RelayIdle       *RelayIdleResult    `json:"relay_idle,omitempty"`
-	RelayThroughput *ThroughputResult   `json:"relay_throughput,omitempty"`
-	Chain           *ChainResult        `json:"chain,omitempty"`
-	BrokerAttack    *BrokerAttackResult `json:"broker_attack,omitempty"`
-	Error           string              `json:"error,omitempty"`
+	Tool            string               `json:"tool"`
+	Mode            string               `json:"mode"`
+	Started         time.Time            `json:"started"`
+	GoVersion       string               `json:"go_version"`
+	NumCPU          int                  `json:"num_cpu"`
+	Broker          *BrokerResult        `json:"broker,omitempty"`
+	RelayIdle       *RelayIdleResult     `json:"relay_idle,omitempty"`
+	RelayThroughput *ThroughputResult    `json:"relay_throughput,omitempty"`
+	RelaySessions   *RelaySessionsResult `json:"relay_sessions,omitempty"`
+	Chain           *ChainResult         `json:"chain,omitempty"`
+	BrokerAttack    *BrokerAttackResult  `json:"broker_attack,omitempty"`
+	Error           string               `json:"error,omitempty"`
 }
 
 // NewResult returns a Result for mode with the machine filled in.
@@ -111,6 +112,20 @@ func (r Result) WriteTable(w io.Writer) error {
 		tw.Flush()
 		fmt.Fprintf(w, "dial errors: %d, closed by relay: %d\n", ri.DialErrors, ri.ClosedByRelay)
 		writeErrors(w, ri.ErrorSamples)
+	}
+	if rs := r.RelaySessions; rs != nil {
+		kind := "idle (no stream)"
+		if rs.Active {
+			kind = "active (one open stream)"
+		}
+		title(fmt.Sprintf("relay %s: memory per %s session (baseline RSS %s)", rs.URL, kind, mibOrDash(rs.BaselineRSSBytes)))
+		line("sessions", "open", "relay RSS", "per session", "relay CPU", "open s")
+		for _, s := range rs.Steps {
+			line(s.Sessions, s.Open, mibOrDash(s.RSSBytes), kib(s.BytesPerSession), cpuOrDash(s.CPUPercent), fmt.Sprintf("%.1f", s.OpenSeconds))
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "errors: %d\n", rs.Errors)
+		writeErrors(w, rs.ErrorSamples)
 	}
 	if t := r.RelayThroughput; t != nil {
 		title(fmt.Sprintf("relay %s: throughput (%s)", t.URL, t.Mode))

@@ -41,7 +41,8 @@ const (
 )
 
 // Config configures a Relay. The zero value listens on DefaultListenAddr
-// without TLS but has no forwarding target: set ForwardAddr or Dial.
+// without TLS but has no forwarding target: set ForwardAddr, Backends or
+// Dial.
 type Config struct {
 	// ListenAddr is the TCP address Run listens on. Default
 	// DefaultListenAddr. Serve ignores it.
@@ -62,6 +63,18 @@ type Config struct {
 	Dial DialFunc
 	// DialTimeout bounds each Dial. Default DefaultDialTimeout.
 	DialTimeout time.Duration
+
+	// Backends, if not empty, are the targets streams are balanced over
+	// (least open streams first, failed backends out of rotation and
+	// retried with back-off, health checks every BackendCheckInterval).
+	// It excludes Dial and ForwardAddr.
+	Backends []Backend
+	// Transport is the name sent in the ExtORPort TRANSPORT command to
+	// ExtORPort backends. Default "snowflake".
+	Transport string
+	// BackendCheckInterval is how often a healthy backend is probed.
+	// Default DefaultBackendCheckInterval.
+	BackendCheckInterval time.Duration
 
 	// NumTurbotunnel is the number of KCP state machines; clients are
 	// spread over them by a keyed hash of their ClientID. Default
@@ -134,6 +147,35 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
 	case cfg.Path != "" && cfg.Path[0] != '/':
 		return cfg, fmt.Errorf("%w: Path %q does not start with /", ErrInvalidConfig, cfg.Path)
+	}
+	if len(cfg.Backends) > 0 {
+		if cfg.Dial != nil || cfg.ForwardAddr != "" {
+			return cfg, fmt.Errorf("%w: Backends exclude Dial and ForwardAddr", ErrInvalidConfig)
+		}
+		if cfg.Transport == "" {
+			cfg.Transport = "snowflake"
+		}
+		if cfg.BackendCheckInterval == 0 {
+			cfg.BackendCheckInterval = DefaultBackendCheckInterval
+		}
+		if cfg.BackendCheckInterval < 0 {
+			return cfg, fmt.Errorf("%w: negative BackendCheckInterval", ErrInvalidConfig)
+		}
+		backends := make([]Backend, len(cfg.Backends))
+		names := make(map[string]bool, len(backends))
+		for i, b := range cfg.Backends {
+			b, err := b.withDefaults()
+			if err != nil {
+				return cfg, err
+			}
+			if names[b.Name] {
+				return cfg, fmt.Errorf("%w: two backends named %q", ErrInvalidConfig, b.Name)
+			}
+			names[b.Name] = true
+			backends[i] = b
+		}
+		cfg.Backends = backends
+		return cfg, nil
 	}
 	if cfg.Dial == nil {
 		if cfg.ForwardAddr == "" {

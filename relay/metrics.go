@@ -67,6 +67,8 @@ type Stats struct {
 	// QueueDrops counts packets dropped because a turbotunnel queue was
 	// full.
 	QueueDrops uint64
+	// Backends is each of Config.Backends' state, in their order.
+	Backends []BackendStats
 }
 
 // newRegistry returns a registry exporting c, the Go runtime and the

@@ -33,6 +33,7 @@ type Relay struct {
 	stats    counters
 	pools    *bufferPools
 	registry *prometheus.Registry
+	backends *backendPool // nil without Config.Backends
 
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -88,6 +89,12 @@ func New(cfg Config) (*Relay, error) {
 		r.shards = append(r.shards, s)
 	}
 	r.registry = newRegistry(&r.stats, func() float64 { return float64(r.queueDrops()) })
+	if len(cfg.Backends) > 0 {
+		r.backends = newBackendPool(cfg)
+		r.cfg.Dial = r.backends.dial
+		r.registry.MustRegister(r.backends.collectors()...)
+		r.backends.start(&r.wg, r.closing, cfg.DialTimeout)
+	}
 	return r, nil
 }
 
@@ -405,6 +412,9 @@ func (r *Relay) Stats() Stats {
 	}
 	for i, reason := range failReasons {
 		s.HandshakeFailures[reason] = c.handshakeFail[i].Load()
+	}
+	if r.backends != nil {
+		s.Backends = r.backends.stats()
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -244,6 +245,8 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 		idle         loadgen.RelayIdleConfig
 		tp           loadgen.RelayThroughputConfig
 		carriers     = intList{loadgen.DefaultIdleCarriers}
+		sess         loadgen.RelaySessionsConfig
+		sessions     intList
 		url          string
 		pid          int
 		serveTarget  string
@@ -256,7 +259,19 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 	fs.BoolVar(&skipIdle, "no-idle", false, "skip the idle-carrier phase")
 	fs.DurationVar(&idle.Settle, "settle", loadgen.DefaultCarrierSettle, "wait after each idle step before sampling memory")
 	fs.DurationVar(&idle.KeepAlive, "keepalive", 0, "send a padding chunk on idle carriers this often (0: truly idle; the relay may close them after its idle timeout)")
+	idle.SourcePrefix = loadgen.DefaultSourcePrefix
+	fs.Func("source-prefix", "IPv4 prefix idle carriers take their source addresses from in turn when the relay's address is inside it (default 127.0.0.0/8; \"none\": the system's choice)", func(s string) error {
+		if s == "none" {
+			idle.SourcePrefix = netip.Prefix{}
+			return nil
+		}
+		p, err := netip.ParsePrefix(s)
+		idle.SourcePrefix = p
+		return err
+	})
 	fs.IntVar(&idle.DialConcurrency, "dial-concurrency", loadgen.DefaultDialConcurrency, "concurrent WebSocket handshakes")
+	fs.Var(&sessions, "sessions", "after the idle carriers: turbotunnel sessions to hold (carrier, KCP and smux each, the relay's target must echo), comma-separated ascending steps (e.g. 1000,10000); default none")
+	fs.BoolVar(&sess.Active, "active-sessions", false, "with -sessions: keep one stream per session open (default: one byte echoed on a stream that is then closed)")
 	fs.IntVar(&tp.Carriers, "throughput-carriers", loadgen.DefaultThroughputCarriers, "carriers (KCP+smux sessions) for the throughput run; 0 skips it")
 	fs.IntVar(&tp.Streams, "streams", 1, "smux streams per throughput carrier")
 	fs.DurationVar(&tp.Duration, "duration", loadgen.DefaultThroughputDuration, "measured duration of the throughput run")
@@ -287,6 +302,19 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 			r, err := loadgen.RunRelayIdle(ctx, idle)
 			if r.URL != "" {
 				res.RelayIdle = &r
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if len(sessions) > 0 {
+			sess.URL, sess.PID, sess.Sessions, sess.HandshakeTimeout = url, pid, sessions, handshakeMax
+			sess.Settle, sess.DialConcurrency, sess.SourcePrefix = idle.Settle, idle.DialConcurrency, idle.SourcePrefix
+			sess.Insecure, sess.AllowNonLoopback = c.insecure, c.allowNonLoopback
+			sess.Progress, sess.ProgressInterval = progress, c.progressInterval
+			r, err := loadgen.RunRelaySessions(ctx, sess)
+			if r.URL != "" {
+				res.RelaySessions = &r
 			}
 			if err != nil {
 				return err

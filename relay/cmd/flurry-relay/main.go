@@ -38,6 +38,7 @@ const methodName = "snowflake"
 
 type flags struct {
 	addr, forward, path                           string
+	backends                                      []relay.Backend
 	acmeHostnames, acmeEmail, acmeCache, acmeHTTP string
 	certFile, keyFile                             string
 	disableTLS                                    bool
@@ -61,13 +62,28 @@ Managed mode: when started by tor (TOR_PT_* environment), it listens where
 ServerTransportListenAddr says and forwards to tor's ExtORPort or ORPort;
 -addr and -forward are then ignored.
 Standalone mode: flurry-relay -addr 127.0.0.1:8000 -disable-tls -forward 127.0.0.1:9000
+Several tor instances (standalone, no HAProxy, each with its own cookie):
+  flurry-relay -acme-hostnames relay.example.org -addr :443 \
+    -backend extorport:127.0.0.1:10001,cookie=/var/lib/tor-instances/b1/extended_orport_auth_cookie,name=b1 \
+    -backend extorport:127.0.0.1:10002,cookie=/var/lib/tor-instances/b2/extended_orport_auth_cookie,name=b2
 
 Flags:
 `, os.Args[0])
 		flag.PrintDefaults()
 	}
 	flag.StringVar(&f.addr, "addr", relay.DefaultListenAddr, "standalone mode: address to listen on for WebSocket connections")
-	flag.StringVar(&f.forward, "forward", "", "standalone mode: TCP address every client stream is forwarded to (required outside managed mode)")
+	flag.StringVar(&f.forward, "forward", "", "standalone mode: TCP address every client stream is forwarded to (required outside managed mode unless -backend is given)")
+	flag.Func("backend", "standalone mode, repeatable: a target to balance streams over (least open streams, failed ones retried with back-off):\n"+
+		"tcp:HOST:PORT[,name=NAME] (tor's ORPort or any TCP service) or\n"+
+		"extorport:HOST:PORT,cookie=FILE[,name=NAME] (a tor ExtORPort and that tor's extended_orport_auth_cookie)",
+		func(s string) error {
+			b, err := relay.ParseBackend(s)
+			if err != nil {
+				return err
+			}
+			f.backends = append(f.backends, b)
+			return nil
+		})
 	flag.StringVar(&f.path, "path", "", "accept WebSockets only on this URL path (default: any path, as Snowflake)")
 	flag.StringVar(&f.acmeHostnames, "acme-hostnames", "", "comma-separated host names to get Let's Encrypt certificates for (TLS via ACME)")
 	flag.StringVar(&f.acmeEmail, "acme-email", "", "optional contact e-mail address for the ACME account")
@@ -158,8 +174,12 @@ func run(f *flags, logger *slog.Logger) error {
 		Logger:           logger,
 	}
 	if !managed {
-		if f.forward == "" {
-			return errors.New("standalone mode needs -forward (or run flurry-relay from tor as a pluggable transport)")
+		cfg.Backends = f.backends
+		switch {
+		case f.forward == "" && len(f.backends) == 0:
+			return errors.New("standalone mode needs -forward or -backend (or run flurry-relay from tor as a pluggable transport)")
+		case f.forward != "" && len(f.backends) > 0:
+			return errors.New("choose -forward or -backend, not both")
 		}
 		tlsConfig, challenge, err := tlsSetup(f, f.addr, "")
 		if err != nil {
@@ -170,7 +190,7 @@ func run(f *flags, logger *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		logger.Info("flurry-relay starting", "version", version.String(), "forward", f.forward)
+		logger.Info("flurry-relay starting", "version", version.String(), "forward", f.forward, "backends", len(f.backends))
 		if challenge != nil {
 			defer challenge()
 		}
@@ -181,6 +201,9 @@ func run(f *flags, logger *slog.Logger) error {
 
 // runManaged runs the relay as tor's managed server transport.
 func runManaged(ctx context.Context, f *flags, cfg relay.Config, logger *slog.Logger) error {
+	if len(f.backends) > 0 {
+		return errors.New("-backend is for standalone mode; under tor the relay forwards to that tor")
+	}
 	info, err := pt.ServerSetup(nil)
 	if err != nil {
 		return fmt.Errorf("pt server setup: %w", err)

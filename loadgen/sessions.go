@@ -1,0 +1,202 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xtaci/smux"
+)
+
+// RelaySessionsConfig configures RunRelaySessions: turbotunnel sessions
+// (each its own ClientID, carrier, KCP and smux session) held open in
+// steps, to measure the relay's memory per session.
+type RelaySessionsConfig struct {
+	// URL is the relay's WebSocket URL; its target must echo. Required.
+	URL string
+	// Sessions lists how many sessions to hold at each step (ascending;
+	// sessions stay open from one step to the next).
+	Sessions []int
+	// Active keeps one stream per session open (the relay then holds the
+	// stream and its target connection); otherwise each session echoes
+	// one byte on a stream that it then closes, and stays open with no
+	// stream (smux keepalives only).
+	Active bool
+	// Settle, DialConcurrency, HandshakeTimeout, PID, SourcePrefix,
+	// Insecure, AllowNonLoopback, Progress and ProgressInterval: as in
+	// RelayIdleConfig.
+	Settle           time.Duration
+	DialConcurrency  int
+	HandshakeTimeout time.Duration
+	PID              int
+	SourcePrefix     netip.Prefix
+	Insecure         bool
+	AllowNonLoopback bool
+	Progress         io.Writer
+	ProgressInterval time.Duration
+}
+
+// RelaySessionsResult is the relay's memory per session.
+type RelaySessionsResult struct {
+	URL              string        `json:"url"`
+	Active           bool          `json:"active"`
+	RelayPID         int           `json:"relay_pid,omitempty"`
+	BaselineRSSBytes int64         `json:"baseline_rss_bytes,omitempty"`
+	Steps            []SessionStep `json:"steps"`
+	Errors           int64         `json:"errors"`
+	ErrorSamples     []string      `json:"error_samples,omitempty"`
+}
+
+// SessionStep is the relay's memory while Open sessions were held.
+type SessionStep struct {
+	Sessions        int     `json:"sessions"` // asked for
+	Open            int64   `json:"open"`     // set up successfully
+	RSSBytes        int64   `json:"rss_bytes,omitempty"`
+	BytesPerSession float64 `json:"bytes_per_session,omitempty"` // (RSSBytes - baseline) / Open
+	CPUPercent      float64 `json:"relay_cpu_percent,omitempty"` // while held, sampling window
+	OpenSeconds     float64 `json:"open_seconds"`
+}
+
+// RunRelaySessions opens sessions in steps and reports the relay's memory
+// per session (given its PID). It closes every session before returning.
+func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessionsResult, error) {
+	idleCfg, u, err := RelayIdleConfig{
+		URL: cfg.URL, Carriers: cfg.Sessions, Settle: cfg.Settle, DialConcurrency: cfg.DialConcurrency,
+		HandshakeTimeout: cfg.HandshakeTimeout, AllowNonLoopback: cfg.AllowNonLoopback, Progress: cfg.Progress,
+	}.withDefaults()
+	if err != nil {
+		return RelaySessionsResult{}, err
+	}
+	steps, settle := idleCfg.Carriers, idleCfg.Settle
+	// Each session: a carrier, and with an active stream its target
+	// connection on the relay's side; the load generator holds only the
+	// carrier.
+	if _, err := raiseFileLimit(uint64(slices.Max(steps)) + 256); err != nil {
+		return RelaySessionsResult{}, err
+	}
+	var sources *sourceAddrs
+	if cfg.SourcePrefix.IsValid() {
+		if host, err := netip.ParseAddr(u.Hostname()); err == nil && host.Is4() && cfg.SourcePrefix.Contains(host) {
+			if sources, err = newSourceAddrs(cfg.SourcePrefix); err != nil {
+				return RelaySessionsResult{}, err
+			}
+		}
+	}
+	proc := procWatcher{pid: cfg.PID}
+	res := RelaySessionsResult{URL: u.String(), Active: cfg.Active, RelayPID: cfg.PID}
+	base, ok, err := proc.sample()
+	if err != nil {
+		return res, err
+	}
+	if ok {
+		res.BaselineRSSBytes = base.RSS
+	}
+	d := newWSDialer(cfg.Insecure, cfg.AllowNonLoopback, idleCfg.HandshakeTimeout, sources)
+	var (
+		errs     errorSamples
+		failed   atomic.Int64
+		open     atomic.Int64
+		mu       sync.Mutex
+		tunnels  []*tunnel      // guarded by mu
+		streams  []*smux.Stream // guarded by mu
+		setupCtx = ctx
+	)
+	openOne := func() {
+		t, err := openTunnel(setupCtx, d, u)
+		if err != nil {
+			failed.Add(1)
+			errs.add("carrier: " + err.Error())
+			return
+		}
+		mu.Lock()
+		tunnels = append(tunnels, t)
+		mu.Unlock()
+		st, err := t.mux.OpenStream()
+		if err == nil {
+			_ = st.SetDeadline(time.Now().Add(idleCfg.HandshakeTimeout + 20*time.Second))
+			var b [1]byte
+			if _, err = st.Write([]byte{'x'}); err == nil {
+				_, err = io.ReadFull(st, b[:])
+			}
+			_ = st.SetDeadline(time.Time{})
+		}
+		if err != nil {
+			failed.Add(1)
+			errs.add("stream: " + err.Error())
+			if st != nil {
+				st.Close()
+			}
+			return
+		}
+		if cfg.Active {
+			mu.Lock()
+			streams = append(streams, st)
+			mu.Unlock()
+		} else {
+			st.Close()
+		}
+		open.Add(1)
+	}
+	attempted := 0
+	for _, k := range steps {
+		say(cfg.Progress, "relay sessions: opening sessions up to %d (active %v)", k, cfg.Active)
+		start := time.Now()
+		sem := make(chan struct{}, idleCfg.DialConcurrency)
+		var wg sync.WaitGroup
+		for ; attempted < k && ctx.Err() == nil; attempted++ {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				openOne()
+			})
+		}
+		wg.Wait()
+		step := SessionStep{Sessions: k, OpenSeconds: seconds(time.Since(start))}
+		if !sleepCtx(ctx, settle) {
+			break
+		}
+		first, _, _ := proc.sample()
+		var rss []int64
+		var last ProcSample
+		for range 5 {
+			if s, ok, _ := proc.sample(); ok {
+				rss = append(rss, s.RSS)
+				last = s
+			}
+			sleepCtx(ctx, sampleGap(settle))
+		}
+		step.Open = open.Load()
+		if len(rss) > 0 {
+			step.RSSBytes = median(rss)
+			step.CPUPercent = cpuPercent(first, last)
+			if step.Open > 0 {
+				step.BytesPerSession = float64(step.RSSBytes-res.BaselineRSSBytes) / float64(step.Open)
+			}
+		}
+		res.Steps = append(res.Steps, step)
+		say(cfg.Progress, "relay sessions: %d open, relay RSS %s (%.0f bytes/session), relay CPU %.0f%%",
+			step.Open, mib(step.RSSBytes), step.BytesPerSession, step.CPUPercent)
+	}
+	mu.Lock()
+	for _, st := range streams {
+		st.Close()
+	}
+	for _, t := range tunnels {
+		t.close()
+	}
+	mu.Unlock()
+	res.Errors = failed.Load()
+	res.ErrorSamples = errs.get()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if len(res.Steps) > 0 && res.Steps[len(res.Steps)-1].Open == 0 {
+		return res, fmt.Errorf("%w: no session opened (%v)", ErrNoProgress, res.ErrorSamples)
+	}
+	return res, nil
+}
