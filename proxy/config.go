@@ -200,6 +200,12 @@ func (cfg Config) settle() (*settings, error) {
 	if rule, s.relayPorts, err = splitRelayPattern(rule); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	if s.RelayURL != "" {
+		// The default relay's port was named by the operator: a Snowflake
+		// command line (-relay wss://host:8443/ with a pattern that names
+		// no port) keeps working.
+		s.relayPorts = s.relayPorts.withRelayPort(s.RelayURL)
+	}
 	s.AllowedRelayPattern = rule // the hostname part, for the broker
 	if s.pattern, err = relaypattern.Parse(rule); err != nil {
 		return nil, fmt.Errorf("%w: relay pattern: %w", ErrInvalidConfig, err)

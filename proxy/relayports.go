@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +21,8 @@ import (
 //	^[2001:db8::1]:8443$             an IPv6 literal with a port, in brackets
 //
 // Without ports, only the scheme's default port is allowed: 443 for wss://
-// (and 80 for ws://, which needs the non-TLS option). The ports part stays
+// (and 80 for ws://, which needs the non-TLS option), and the port of the
+// default relay URL when it names one (the operator chose it). The ports part stays
 // with the proxy: the broker gets the hostname pattern alone, as Snowflake's
 // broker expects.
 
@@ -100,6 +102,22 @@ func splitRelayPattern(rule string) (string, portSet, error) {
 		bare = "^" + bare
 	}
 	return bare + "$", ps, nil
+}
+
+// withRelayPort adds the explicit port of relay (the default relay URL) to
+// a set that names no ports, so that the operator's own relay is allowed on
+// the port they gave it. Sets that name ports are kept as they are.
+func (ps portSet) withRelayPort(relay string) portSet {
+	u, err := url.Parse(relay)
+	if ps.any || len(ps.ports) > 0 || err != nil || u.Port() == "" {
+		return ps
+	}
+	n, err := strconv.ParseUint(u.Port(), 10, 16)
+	def := defaultPort(u.Scheme)
+	if err != nil || n == 0 || uint16(n) == def {
+		return ps
+	}
+	return portSet{ports: []uint16{def, uint16(n)}}
 }
 
 // defaultPort is the port of a ws:// or wss:// URL without one.

@@ -90,3 +90,34 @@ func TestDefaultRelayRule(t *testing.T) {
 		}
 	}
 }
+
+// TestSnowflakeCommandLinePorts: a pattern that names no port still allows
+// the port of the operator's own -relay URL (as Snowflake's command lines
+// are written), but not other ports on the same host.
+func TestSnowflakeCommandLinePorts(t *testing.T) {
+	tests := []struct {
+		pattern, relay, ports string
+	}{
+		{"^127.0.0.1$", "ws://127.0.0.1:9000/", "80,9000"},
+		{"snowflake.torproject.net$", "wss://snowflake.torproject.net/", "default (443)"},
+		{"relay.example$", "wss://relay.example:8443/", "443,8443"},
+		{"relay.example:9443$", "wss://relay.example:9443/", "9443"},
+	}
+	for _, tt := range tests {
+		s, err := Config{BrokerURL: "http://b.example/", RelayURL: tt.relay, AllowedRelayPattern: tt.pattern, AllowNonTLSRelay: true, AllowPrivateRelay: true}.settle()
+		if err != nil {
+			t.Errorf("%s with %s: %v", tt.pattern, tt.relay, err)
+			continue
+		}
+		if got := s.relayPorts.String(); got != tt.ports {
+			t.Errorf("%s with %s: ports %s, want %s", tt.pattern, tt.relay, got, tt.ports)
+		}
+	}
+	s, err := Config{BrokerURL: "http://b.example/", RelayURL: "ws://127.0.0.1:9000/", AllowedRelayPattern: "^127.0.0.1$", AllowNonTLSRelay: true, AllowPrivateRelay: true}.settle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.policy().checkURL("ws://127.0.0.1:9001/"); !errors.Is(err, ErrRelayPort) {
+		t.Errorf("another port on the relay's host: %v, want ErrRelayPort", err)
+	}
+}
