@@ -10,6 +10,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/pion/datachannel v1.6.3
+	github.com/pion/dtls/v3 v3.1.15
 	github.com/pion/ice/v4 v4.4.8
 	github.com/pion/logging v0.2.4
 	github.com/pion/stun/v4 v4.0.1
@@ -19,6 +20,7 @@ require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
 	github.com/refraction-networking/utls v1.8.2
+	github.com/theodorsm/covert-dtls v1.5.0
 	github.com/xtaci/kcp-go/v5 v5.7.5
 	github.com/xtaci/smux v1.5.58
 	gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/goptlib v1.6.0
@@ -52,7 +54,6 @@ require (
 	github.com/klauspost/reedsolomon v1.14.2 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/pion/dtls/v3 v3.1.15 // indirect
 	github.com/pion/interceptor v0.1.51 // indirect
 	github.com/pion/mdns/v2 v2.2.2 // indirect
 	github.com/pion/randutil v0.1.0 // indirect
