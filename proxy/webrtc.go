@@ -18,7 +18,9 @@ func newWebRTCAPI(s *settings) (*webrtc.API, error) {
 	var se webrtc.SettingEngine
 	se.DetachDataChannels()
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetDTLSInsecureSkipHelloVerify(true) // as Snowflake: saves a round trip
+	if err := ConfigureDTLS(&se, s.CovertDTLS); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	se.SetSCTPMaxMessageSize(uint32(s.MaxMessageSize))
 	if s.PortMin != 0 {
 		if err := se.SetEphemeralUDPPortRange(s.PortMin, s.PortMax); err != nil {

@@ -83,11 +83,11 @@ func ParseMode(s string) (Mode, error) {
 	return Disable, ErrMode
 }
 
-// NewestChrome is the hello mimic replays: the newest Chrome in covert-dtls
-// v1.5.0 (Chrome 147 on Linux, DTLS 1.3-capable, as current Chrome and
-// Chromium offer). Snowflake's mimic replays covert-dtls's newest DTLS 1.2
-// fingerprint (a Firefox) instead; both finish a handshake with pion.
-const NewestChrome = fingerprints.Chrome_linux_147_0_7727_56
+// NewestChrome is the hello mimic replays: the newest Chrome whose hello
+// covert-dtls v1.5.0 can replay (its DTLS 1.3 Chrome hellos, 146 and
+// later, do not load). Snowflake's mimic replays covert-dtls's newest
+// fingerprint, a Firefox.
+const NewestChrome = fingerprints.Chrome_linux_138_0_7204_183
 
 // maxFingerprint bounds a fingerprint's length (hex digits): a ClientHello
 // fits in one handshake message of a few kilobytes, key shares included.
@@ -161,6 +161,11 @@ func (c Config) Apply(se *webrtc.SettingEngine) error {
 		pool = []fingerprints.ClientHelloFingerprint{NewestChrome}
 	case c.Mode == RandomizeMimic:
 		pool = fingerprints.GetClientHelloFingerprints()
+	}
+	for _, f := range pool {
+		if _, err := parseFingerprint(string(f)); err != nil {
+			return err // a covert-dtls hello that does not load
+		}
 	}
 	if pool == nil { // randomize without a fingerprint
 		se.SetDTLSClientHelloMessageHook(newRandomizer().hook)
