@@ -3,6 +3,8 @@ package webrtcfp
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -11,13 +13,22 @@ import (
 	"github.com/flurrypt/flurry/internal/browsertest"
 )
 
-// ChromiumFlags let two pages of one headless Chromium connect over
-// loopback: loopback candidates allowed, host addresses not hidden behind
-// mDNS names.
+// ChromiumFlags let two pages of one headless Chromium see each other's
+// host candidates on every interface: addresses not hidden behind mDNS
+// names, and camera and microphone permission granted (to fake devices),
+// without which Chromium gathers only on the default route's interface.
 var ChromiumFlags = []chromedp.ExecAllocatorOption{
-	chromedp.Flag("allow-loopback-in-peer-connection", true),
 	chromedp.Flag("disable-features", "WebRtcHideLocalIpsWithMdns"),
+	chromedp.Flag("use-fake-ui-for-media-stream", true),
+	chromedp.Flag("use-fake-device-for-media-stream", true),
 }
+
+// permitJS asks for (fake) microphone access, which the flags grant.
+const permitJS = `(async () => {
+	const s = await navigator.mediaDevices.getUserMedia({audio: true});
+	s.getTracks().forEach((t) => t.stop());
+	return "ok";
+})()`
 
 const offerJS = `(async () => {
 	const pc = new RTCPeerConnection();
@@ -56,13 +67,26 @@ const connectJS = `(async (answer) => {
 
 // Chromium connects two pages of a headless Chromium (a DataChannel, one
 // message each way) through a Relay and returns what each page sent. It
-// skips (fails under CI=true) when chromium is missing.
+// skips (fails under CI=true) when chromium or root is missing. Chromium
+// gathers no loopback candidate on Linux, so the pages connect over a
+// namespace's veth pair (the relay is in the namespace).
 func Chromium(t *testing.T) []Datagram {
 	t.Helper()
+	n := NewNetns(t) // before the browser starts, so it sees the link
+	r := NewNetnsRelay(t, n)
 	offerTab, _ := browsertest.New(t, ChromiumFlags...)
 	answerTab, cancel := chromedp.NewContext(offerTab)
 	t.Cleanup(cancel)
-	r := NewRelay(t)
+	// A page on http://127.0.0.1 is a secure context: getUserMedia works.
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte("<!doctype html><title>webrtcfp</title>"))
+	}))
+	t.Cleanup(page.Close)
+	for _, tab := range []context.Context{offerTab, answerTab} {
+		browsertest.Run(t, tab, "open page", chromedp.Navigate(page.URL))
+		eval(t, tab, "media permission", permitJS)
+	}
 
 	offer := eval(t, offerTab, "offer", offerJS)
 	raw := offer

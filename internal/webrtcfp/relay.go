@@ -47,6 +47,7 @@ type Datagram struct {
 
 // Relay forwards UDP between two peers and records what each sends.
 type Relay struct {
+	addr netip.Addr // the peers' candidate address kept by Rewrite
 	// to[s] is the socket the other peer sends to in order to reach s;
 	// packets for s leave from the other socket.
 	to   [2]*net.UDPConn
@@ -62,12 +63,28 @@ const maxDatagram = 64 << 10
 // maxLog bounds the datagrams recorded (the handshake takes a few dozen).
 const maxLog = 4096
 
-// NewRelay starts a relay on loopback; it stops when the test ends.
+// NewRelay starts a relay for peers on 127.0.0.1, listening there; it
+// stops when the test ends.
 func NewRelay(t testing.TB) *Relay {
 	t.Helper()
-	r := &Relay{}
+	lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	return newRelay(t, lo, func() (*net.UDPConn, error) {
+		return net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(lo, 0)))
+	})
+}
+
+// NewNetnsRelay starts a relay for peers on n.HostAddr, listening on
+// n.NSAddr inside the namespace; it stops when the test ends.
+func NewNetnsRelay(t testing.TB, n *Netns) *Relay {
+	t.Helper()
+	return newRelay(t, n.HostAddr, n.ListenUDP)
+}
+
+func newRelay(t testing.TB, peers netip.Addr, listen func() (*net.UDPConn, error)) *Relay {
+	t.Helper()
+	r := &Relay{addr: peers}
 	for i := range r.to {
-		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		c, err := listen()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,13 +134,14 @@ func (r *Relay) Datagrams() []Datagram {
 	return append([]Datagram(nil), r.log...)
 }
 
-// ErrNoCandidate: a session description without a loopback UDP host
-// candidate.
-var ErrNoCandidate = errors.New("no IPv4 loopback UDP host candidate")
+// ErrNoCandidate: a session description without a UDP host candidate on
+// the relay's peer address.
+var ErrNoCandidate = errors.New("no UDP host candidate on the relay's peer address")
 
 // Rewrite returns sdp, the session description side sent (plain SDP text),
-// with its first IPv4 loopback UDP host candidate pointed at the relay and
-// every other candidate removed, and records the peer's address.
+// with its first UDP host candidate on the peer address (127.0.0.1 or the
+// namespace's HostAddr) pointed at the relay and every other candidate
+// removed, and records the peer's address.
 func (r *Relay) Rewrite(side Side, sdp string) (string, error) {
 	eol := "\r\n"
 	if !strings.Contains(sdp, eol) {
@@ -143,7 +161,7 @@ func (r *Relay) Rewrite(side Side, sdp string) (string, error) {
 		}
 		addr, err := netip.ParseAddr(f[4])
 		port, perr := strconv.ParseUint(f[5], 10, 16)
-		if err != nil || perr != nil || !addr.Is4() || !addr.IsLoopback() {
+		if err != nil || perr != nil || addr != r.addr {
 			continue
 		}
 		found = true
@@ -151,7 +169,8 @@ func (r *Relay) Rewrite(side Side, sdp string) (string, error) {
 		r.peer[side] = netip.AddrPortFrom(addr, uint16(port))
 		r.mu.Unlock()
 		// The other side reaches this one at r.to[side].
-		f[5] = strconv.Itoa(r.to[side].LocalAddr().(*net.UDPAddr).Port)
+		relay := r.to[side].LocalAddr().(*net.UDPAddr).AddrPort()
+		f[4], f[5] = relay.Addr().Unmap().String(), strconv.Itoa(int(relay.Port()))
 		out = append(out, "a=candidate:"+strings.Join(f, " "))
 	}
 	if !found {
