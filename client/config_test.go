@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
+
 	"github.com/flurrypt/flurry/client"
 	"github.com/flurrypt/flurry/common/covertdtls"
 )
@@ -120,8 +122,8 @@ func TestApplyBridgeArgs(t *testing.T) {
 				t.Errorf("covert DTLS %+v", c.CovertDTLS)
 			}
 		}},
-		{name: "covert dtls fingerprint", args: map[string][]string{"covertdtls-config": {"mimic"}, "covertdtls-fingerprint": {string(covertdtls.NewestChrome)}}, check: func(t *testing.T, c client.Config) {
-			if c.CovertDTLS.Mode != covertdtls.Mimic || c.CovertDTLS.Fingerprint != string(covertdtls.NewestChrome) {
+		{name: "covert dtls fingerprint", args: map[string][]string{"covertdtls-config": {"mimic"}, "covertdtls-fingerprint": {string(fingerprints.Chrome_linux_138_0_7204_183)}}, check: func(t *testing.T, c client.Config) {
+			if c.CovertDTLS.Mode != covertdtls.Mimic || c.CovertDTLS.Fingerprint != string(fingerprints.Chrome_linux_138_0_7204_183) {
 				t.Errorf("covert DTLS %+v", c.CovertDTLS)
 			}
 		}},

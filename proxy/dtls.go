@@ -12,5 +12,5 @@ import (
 // the proxy's handshake with a browser's use it to build the same peer.
 func ConfigureDTLS(se *webrtc.SettingEngine, c covertdtls.Config) error {
 	se.SetDTLSInsecureSkipHelloVerify(true)
-	return c.Apply(se)
+	return c.Apply(se, nil)
 }

@@ -7,14 +7,25 @@
 // Modes:
 //
 //	disable         pion's own ClientHello (the default)
-//	mimic           replay the ClientHello of a recent Chrome (NewestChrome)
-//	randomize       shuffle cipher suites (and drop some), shuffle extensions,
-//	                add a random ALPN, as covert-dtls does
-//	randomizemimic  replay one of covert-dtls's browser fingerprints, picked
-//	                per handshake
+//	mimic           Chromium 156's ClientHello: DTLS 1.3-capable, with fresh
+//	                X25519MLKEM768 and X25519 key shares and the extensions
+//	                in a new order each handshake, as Chromium sends it
+//	randomize       covert-dtls's randomization: cipher suites, extensions,
+//	                groups, signature algorithms and SRTP profiles shuffled
+//	                and cut, a random ALPN added
+//	randomizemimic  replay one of covert-dtls's browser hellos (Chrome and
+//	                Firefox, DTLS 1.2), picked per handshake
 //
 // A Fingerprint (a raw ClientHello body in hex, as covert-dtls and Snowflake
 // store them) replaces the replayed hello in every mode but disable.
+//
+// Snowflake's mimic replays covert-dtls's newest hello, a Firefox's:
+// covert-dtls v1.5.0 cannot replay current Chrome's DTLS 1.3 hellos. pion
+// speaks DTLS 1.2 only; it answers the DTLS 1.3 offer of mimic with DTLS
+// 1.2, as a browser limited to DTLS 1.2 would.
+//
+// In every mode but disable the DTLS server sends no HelloVerifyRequest,
+// as Chromium's does not (ICE has already checked the path both ways).
 //
 // Only the DTLS client sends a ClientHello. In a Snowflake rendezvous the
 // client offers with a=setup:actpass and the proxy answers active, so the
@@ -34,6 +45,7 @@ import (
 	"strings"
 
 	"github.com/pion/dtls/v3/pkg/protocol/handshake"
+	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v4"
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 	"github.com/theodorsm/covert-dtls/pkg/mimicry"
@@ -82,12 +94,6 @@ func ParseMode(s string) (Mode, error) {
 	}
 	return Disable, ErrMode
 }
-
-// NewestChrome is the hello mimic replays: the newest Chrome whose hello
-// covert-dtls v1.5.0 can replay (its DTLS 1.3 Chrome hellos, 146 and
-// later, do not load). Snowflake's mimic replays covert-dtls's newest
-// fingerprint, a Firefox.
-const NewestChrome = fingerprints.Chrome_linux_138_0_7204_183
 
 // maxFingerprint bounds a fingerprint's length (hex digits): a ClientHello
 // fits in one handshake message of a few kilobytes, key shares included.
@@ -142,23 +148,36 @@ func parseFingerprint(fp string) (fingerprints.ClientHelloFingerprint, error) {
 	return f, nil
 }
 
-// Apply installs the ClientHello hook of c on se. Disable leaves se as it
-// is. The hooks keep no state between handshakes, so one SettingEngine can
+// Apply installs the ClientHello hook of c on se and sets se's network to
+// n (nil: the host's), which mimic wraps to send its hello in a DTLS 1.0
+// record as Chromium does. Disable only sets n. One SettingEngine can
 // serve any number of concurrent peer connections.
-func (c Config) Apply(se *webrtc.SettingEngine) error {
+func (c Config) Apply(se *webrtc.SettingEngine, n transport.Net) error {
 	if err := c.Validate(); err != nil {
 		return err
+	}
+	if c.Mode == Mimic && c.Fingerprint == "" {
+		var err error
+		if n, err = mimicNet(n); err != nil {
+			return err
+		}
+	}
+	if n != nil {
+		se.SetNet(n)
 	}
 	if c.Mode == Disable {
 		return nil
 	}
+	se.SetDTLSInsecureSkipHelloVerify(true)
 	var pool []fingerprints.ClientHelloFingerprint
 	switch {
 	case c.Fingerprint != "":
 		f, _ := parseFingerprint(c.Fingerprint) // checked by Validate
 		pool = []fingerprints.ClientHelloFingerprint{f}
 	case c.Mode == Mimic:
-		pool = []fingerprints.ClientHelloFingerprint{NewestChrome}
+		se.SetSRTPProtectionProfiles(utils.DefaultSRTPProtectionProfiles()...)
+		se.SetDTLSClientHelloMessageHook(new(resends).hook(chromium))
+		return nil
 	case c.Mode == RandomizeMimic:
 		pool = fingerprints.GetClientHelloFingerprints()
 	}
@@ -168,7 +187,7 @@ func (c Config) Apply(se *webrtc.SettingEngine) error {
 		}
 	}
 	if pool == nil { // randomize without a fingerprint
-		se.SetDTLSClientHelloMessageHook(newRandomizer().hook)
+		se.SetDTLSClientHelloMessageHook(new(resends).hook(randomized))
 		return nil
 	}
 	// The replayed hellos carry use_srtp with these profiles; pion's

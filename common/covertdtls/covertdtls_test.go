@@ -45,7 +45,7 @@ func TestParse(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add("mimic", string(fingerprints.Mozilla_Firefox_125_0_1))
-	f.Add("mimic", string(covertdtls.NewestChrome))
+	f.Add("mimic", string(fingerprints.Chrome_linux_138_0_7204_183))
 	f.Add("randomize", "fefd")
 	f.Fuzz(func(t *testing.T, mode, fp string) {
 		c, err := covertdtls.Parse(mode, fp)
@@ -53,7 +53,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		var se webrtc.SettingEngine
-		if err := c.Apply(&se); err != nil {
+		if err := c.Apply(&se, nil); err != nil {
 			t.Fatalf("Apply after a successful Parse: %v", err)
 		}
 	})
@@ -107,7 +107,7 @@ func handshake(t *testing.T, c covertdtls.Config, answererRole webrtc.DTLSRole) 
 				t.Fatal(err)
 			}
 		}
-		if err := c.Apply(&se); err != nil {
+		if err := c.Apply(&se, nil); err != nil {
 			t.Fatal(err)
 		}
 		pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})

@@ -10,68 +10,91 @@ import (
 	"github.com/theodorsm/covert-dtls/pkg/randomize"
 )
 
-// randomizeTries bounds the draws for a hello a pion server can finish.
+// randomizeTries bounds the draws for a hello a pion DTLS server can
+// finish (covert-dtls may keep only cipher suites, signature algorithms or
+// SRTP profiles it cannot use).
 const randomizeTries = 64
 
 // maxRemembered bounds the randomized hellos kept for resends: one per
 // handshake in progress is enough; older ones are dropped first.
 const maxRemembered = 256
 
-// randomizer randomizes ClientHellos with covert-dtls, with two fixes that
-// keep handshakes working against pion's DTLS server (every Flurry and
-// Snowflake peer):
-//
-//   - A client resends its hello with the server's cookie after a
-//     HelloVerifyRequest, and pion's server refuses a resent hello whose
-//     cipher suites differ from the first (RFC 6347, 4.2.1). So the
-//     randomized hello is remembered by its random (which the resend keeps)
-//     and resent with only the cookie changed.
-//   - covert-dtls may keep only cipher suites, signature algorithms or SRTP
-//     profiles that the other side cannot use with a WebRTC ECDSA
-//     certificate; such draws are redrawn.
-type randomizer struct {
+// resends remembers the hello sent in each handshake, by its random,
+// which a DTLS client keeps when it resends its hello with the server's
+// cookie after a HelloVerifyRequest: the resent hello then differs from
+// the first only in the cookie, as RFC 6347 (4.2.1) requires and a
+// browser's does. pion's DTLS server refuses a resent hello whose cipher
+// suites changed.
+type resends struct {
 	mu    sync.Mutex
-	sent  map[handshake.Random]*randomize.RandomizedMessageClientHello
+	sent  map[handshake.Random]func(cookie []byte) handshake.Message
 	order []handshake.Random // oldest first
 }
 
-func newRandomizer() *randomizer {
-	return &randomizer{sent: make(map[handshake.Random]*randomize.RandomizedMessageClientHello)}
+// hook returns the ClientHello hook that sends make(ch)'s hello, or ch
+// itself where make returns nil.
+func (r *resends) hook(make func(ch handshake.MessageClientHello) func(cookie []byte) handshake.Message) func(handshake.MessageClientHello) handshake.Message {
+	return func(ch handshake.MessageClientHello) handshake.Message {
+		r.mu.Lock()
+		prev, ok := r.sent[ch.Random]
+		r.mu.Unlock()
+		if ok {
+			return prev(ch.Cookie)
+		}
+		m := make(ch)
+		if m == nil {
+			return &ch
+		}
+		r.mu.Lock()
+		if r.sent == nil {
+			r.sent = map[handshake.Random]func([]byte) handshake.Message{}
+		}
+		if _, ok := r.sent[ch.Random]; !ok {
+			r.sent[ch.Random] = m
+			r.order = append(r.order, ch.Random)
+			if len(r.order) > maxRemembered {
+				delete(r.sent, r.order[0])
+				r.order = r.order[1:]
+			}
+		}
+		r.mu.Unlock()
+		return m(ch.Cookie)
+	}
 }
 
-func (r *randomizer) hook(ch handshake.MessageClientHello) handshake.Message {
-	r.mu.Lock()
-	prev, ok := r.sent[ch.Random]
-	r.mu.Unlock()
-	if ok {
-		m := *prev
-		m.Cookie = append([]byte(nil), ch.Cookie...)
-		return &m
-	}
-	var m *randomize.RandomizedMessageClientHello
+// randomized randomizes a ClientHello with covert-dtls (cipher suites,
+// extensions, groups, signature algorithms and SRTP profiles shuffled and
+// cut, a random ALPN added), redrawing what a pion DTLS server with a
+// WebRTC (ECDSA) certificate could not complete; nil if covert-dtls cannot
+// parse the hello.
+func randomized(ch handshake.MessageClientHello) func(cookie []byte) handshake.Message {
 	for range randomizeTries {
-		m = &randomize.RandomizedMessageClientHello{RandomALPN: true}
+		m := &randomize.RandomizedMessageClientHello{RandomALPN: true}
 		if _, isRandomized := m.Hook(ch).(*randomize.RandomizedMessageClientHello); !isRandomized {
-			return &ch // covert-dtls could not parse pion's hello
+			return nil
 		}
 		if usable(m) {
-			break
+			return func(cookie []byte) handshake.Message {
+				c := *m
+				c.Cookie = append([]byte(nil), cookie...)
+				return &c
+			}
 		}
 	}
-	if !usable(m) {
-		return &ch
+	return nil
+}
+
+// chromium is Chromium's hello for ch.
+func chromium(ch handshake.MessageClientHello) func(cookie []byte) handshake.Message {
+	h, err := newChromiumHello(ch)
+	if err != nil {
+		return nil
 	}
-	r.mu.Lock()
-	if _, ok := r.sent[ch.Random]; !ok {
-		r.sent[ch.Random] = m
-		r.order = append(r.order, ch.Random)
-		if len(r.order) > maxRemembered {
-			delete(r.sent, r.order[0])
-			r.order = r.order[1:]
-		}
+	return func(cookie []byte) handshake.Message {
+		c := *h
+		c.cookie = append([]byte(nil), cookie...)
+		return &c
 	}
-	r.mu.Unlock()
-	return m
 }
 
 // usable reports whether a pion DTLS server with a WebRTC (ECDSA P-256)

@@ -66,43 +66,47 @@ const connectJS = `(async (answer) => {
 })(%s)`
 
 // Chromium connects two pages of a headless Chromium (a DataChannel, one
-// message each way) through a Relay and returns what each page sent. It
-// skips (fails under CI=true) when chromium or root is missing. Chromium
-// gathers no loopback candidate on Linux, so the pages connect over a
-// namespace's veth pair (the relay is in the namespace).
-func Chromium(t *testing.T) []Datagram {
+// message each way) through a Relay, n times (each with two fresh pages),
+// and returns what the pages sent each time. It skips (fails under
+// CI=true) when chromium or root is missing. Chromium gathers no loopback
+// candidate on Linux, so the pages connect over a namespace's veth pair
+// (the relay is in the namespace).
+func Chromium(t *testing.T, n int) [][]Datagram {
 	t.Helper()
-	n := NewNetns(t) // before the browser starts, so it sees the link
-	r := NewNetnsRelay(t, n)
-	offerTab, _ := browsertest.New(t, ChromiumFlags...)
-	answerTab, cancel := chromedp.NewContext(offerTab)
-	t.Cleanup(cancel)
+	ns := NewNetns(t) // before the browser starts, so it sees the link
+	browser, _ := browsertest.New(t, ChromiumFlags...)
 	// A page on http://127.0.0.1 is a secure context: getUserMedia works.
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte("<!doctype html><title>webrtcfp</title>"))
 	}))
 	t.Cleanup(page.Close)
-	for _, tab := range []context.Context{offerTab, answerTab} {
-		browsertest.Run(t, tab, "open page", chromedp.Navigate(page.URL))
-		eval(t, tab, "media permission", permitJS)
+	var out [][]Datagram
+	for range n {
+		r := NewNetnsRelay(t, ns)
+		var tabs [2]context.Context
+		for i := range tabs {
+			tab, cancel := chromedp.NewContext(browser)
+			t.Cleanup(cancel)
+			browsertest.Run(t, tab, "open page", chromedp.Navigate(page.URL))
+			eval(t, tab, "media permission", permitJS)
+			tabs[i] = tab
+		}
+		raw := eval(t, tabs[Offerer], "offer", offerJS)
+		offer, err := r.Rewrite(Offerer, raw)
+		if err != nil {
+			t.Fatalf("chromium offer: %v\n%s", err, raw)
+		}
+		answer, err := r.Rewrite(Answerer, eval(t, tabs[Answerer], "answer", sprintfJSON(answerJS, offer)))
+		if err != nil {
+			t.Fatalf("chromium answer: %v", err)
+		}
+		if got := eval(t, tabs[Offerer], "connect", sprintfJSON(connectJS, answer)); got != "echo:ping" {
+			t.Fatalf("chromium DataChannel echoed %q", got)
+		}
+		out = append(out, r.Datagrams())
 	}
-
-	offer := eval(t, offerTab, "offer", offerJS)
-	raw := offer
-	offer, err := r.Rewrite(Offerer, offer)
-	if err != nil {
-		t.Fatalf("chromium offer: %v\n%s", err, raw)
-	}
-	answer := eval(t, answerTab, "answer", sprintfJSON(answerJS, offer))
-	answer, err = r.Rewrite(Answerer, answer)
-	if err != nil {
-		t.Fatalf("chromium answer: %v", err)
-	}
-	if got := eval(t, offerTab, "connect", sprintfJSON(connectJS, answer)); got != "echo:ping" {
-		t.Fatalf("chromium DataChannel echoed %q", got)
-	}
-	return r.Datagrams()
+	return out
 }
 
 // eval runs a script returning a promise of a string.

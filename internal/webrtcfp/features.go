@@ -398,7 +398,7 @@ func stunFeatures(f Features, dgs []Datagram) {
 			s = append(s, k)
 		}
 		sort.Strings(s)
-		f[role] = strings.Join(s, " | ")
+		f[role] = strings.Join(s, " ; ")
 	}
 	f["stun: SOFTWARE attribute"] = software
 }

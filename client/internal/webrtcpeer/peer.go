@@ -144,10 +144,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
 	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	stripLocal := false
-	if cfg.Net != nil {
-		se.SetNet(cfg.Net)
-	}
-	if err := cfg.CovertDTLS.Apply(&se); err != nil {
+	if err := cfg.CovertDTLS.Apply(&se, cfg.Net); err != nil { // sets cfg.Net
 		return nil, err
 	}
 	// No IP filter outside LoopbackOnly: pion gathers server-reflexive
