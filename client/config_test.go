@@ -132,6 +132,11 @@ func TestApplyBridgeArgs(t *testing.T) {
 				t.Errorf("covert DTLS %+v", c.CovertDTLS)
 			}
 		}},
+		{name: "turn ice servers", args: map[string][]string{"ice": {"stun:stun.test,turn:u:p%2Cq@turn.test:443?transport=tcp"}}, check: func(t *testing.T, c client.Config) {
+			if !slices.Equal(c.ICEServers, []string{"stun:stun.test", "turn:u:p%2Cq@turn.test:443?transport=tcp"}) {
+				t.Errorf("ice %q", c.ICEServers)
+			}
+		}},
 		{name: "bad covert dtls", args: map[string][]string{"covertdtls-config": {"chrome"}}, err: covertdtls.ErrMode},
 		{name: "bad covert dtls fingerprint", args: map[string][]string{"covertdtls-config": {"mimic"}, "covertdtls-fingerprint": {"fefd"}}, err: covertdtls.ErrFingerprint},
 	}

@@ -19,3 +19,20 @@ func TestChromium(t *testing.T) {
 		}
 	}
 }
+
+// FuzzExtract: captured datagrams are network input; Extract must not
+// panic on any of them.
+func FuzzExtract(f *testing.F) {
+	f.Add([]byte{22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, false)
+	f.Add([]byte{0, 1, 0, 8, 0x21, 0x12, 0xa4, 0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x2a, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0}, true)
+	f.Fuzz(func(t *testing.T, b []byte, answerer bool) {
+		from := webrtcfp.Offerer
+		if answerer {
+			from = webrtcfp.Answerer
+		}
+		f := webrtcfp.Extract([]webrtcfp.Datagram{{From: from, Data: b}, {From: 1 - from, Data: b}})
+		if len(f) != len(webrtcfp.Names) {
+			t.Fatalf("%d features, want %d", len(f), len(webrtcfp.Names))
+		}
+	})
+}
