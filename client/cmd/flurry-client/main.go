@@ -95,7 +95,7 @@ Flags:
 	fs.StringVar(&f.url, "url", "", "URL of the broker (the bridge line's url=)")
 	fs.StringVar(&f.front, "front", "", "front domain(s), comma-separated (legacy; see -fronts)")
 	fs.StringVar(&f.fronts, "fronts", "", "comma-separated front domains: each broker request goes to a random one, with the broker's host in the Host header")
-	fs.StringVar(&f.ice, "ice", "", "comma-separated STUN servers (stun:host:port); empty means none")
+	fs.StringVar(&f.ice, "ice", "", "comma-separated ICE servers: stun:host:port, turn:user:pass@host:port[?transport=tcp], turns:user:pass@host:port (credentials percent-encoded); empty means none")
 	fs.IntVar(&f.maxProxies, "max", client.DefaultMax, "number of proxies to keep connected (2 or more: all carry traffic at once)")
 	fs.StringVar(&f.ampcache, "ampcache", "", "AMP cache URL for rendezvous (with -url)")
 	fs.StringVar(&f.sqsqueue, "sqsqueue", "", "SQS queue URL for rendezvous, https://sqs.<region>.amazonaws.com/<account>/<queue> (instead of -url)")
