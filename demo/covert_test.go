@@ -20,20 +20,26 @@ import (
 
 // TestChainCovertDTLS downloads through the chain with the same covert
 // DTLS mode on client and proxies, for every mode Snowflake has and for a
-// raw fingerprint, as flags on the proxies and the client (the bridge-line
+// raw fingerprint, and with different modes on each side, as flags on the proxies and the client (the bridge-line
 // arguments are tested in package client).
 func TestChainCovertDTLS(t *testing.T) {
 	skipShort(t)
-	for _, tc := range []struct{ name, mode, fingerprint string }{
-		{"disable", "disable", ""},
-		{"mimic", "mimic", ""},
-		{"randomize", "randomize", ""},
-		{"randomizemimic", "randomizemimic", ""},
-		{"fingerprint", "mimic", string(fingerprints.Mozilla_Firefox_125_0_1)},
+	for _, tc := range []struct{ name, mode, clientMode, fingerprint string }{
+		{"disable", "disable", "", ""},
+		{"mimic", "mimic", "", ""},
+		{"randomize", "randomize", "", ""},
+		{"randomizemimic", "randomizemimic", "", ""},
+		{"fingerprint", "mimic", "", string(fingerprints.Mozilla_Firefox_125_0_1)},
+		// Client and proxy need not agree.
+		{"proxy mimic, client disable", "mimic", "disable", ""},
+		{"proxy randomize, client mimic", "randomize", "mimic", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.clientMode == "" {
+				tc.clientMode = tc.mode
+			}
 			proxyArgs := []string{"-covertdtls-config", tc.mode}
-			clientArgs := []string{"-covertdtls-config", tc.mode}
+			clientArgs := []string{"-covertdtls-config", tc.clientMode}
 			if tc.fingerprint != "" {
 				proxyArgs = append(proxyArgs, "-covertdtls-fingerprint", tc.fingerprint)
 				clientArgs = append(clientArgs, "-covertdtls-fingerprint", tc.fingerprint)

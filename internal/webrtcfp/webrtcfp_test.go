@@ -9,6 +9,9 @@ import (
 // TestChromium connects two Chromium pages through the relay and checks
 // that the capture holds both hellos and both ICE roles' binding requests.
 func TestChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Chromium: takes real seconds (skipped with -short)")
+	}
 	f := webrtcfp.Extract(webrtcfp.Chromium(t, 1)[0])
 	for _, n := range webrtcfp.Names {
 		t.Logf("%-45s %s", n, f[n])
