@@ -10,6 +10,7 @@ import (
 
 	"github.com/pion/logging"
 	"github.com/pion/webrtc/v4"
+	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 	"github.com/flurrypt/flurry/common/covertdtls"
@@ -43,6 +44,7 @@ func TestFingerprintAgainstChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Chromium: takes real seconds (skipped with -short)")
 	}
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // runs last
 	chromium := webrtcfp.Chromium(t, 2)
 	chrome := [2]webrtcfp.Features{webrtcfp.Extract(chromium[0]), webrtcfp.Extract(chromium[1])}
 
