@@ -32,8 +32,8 @@
 // proxy is the DTLS client: its hello is the one shaped. The client is the
 // DTLS server; covert-dtls has no ServerHello shaping, so what it sends is
 // pion's in every mode (docs/fingerprinting.md lists what that reveals).
-// Apply is still called on both sides, as Snowflake does, so a peer that
-// ends up DTLS client (a Snowflake peer answering passive) is covered too.
+// Apply is called on both sides, as Snowflake does, so whichever peer ends
+// up DTLS client sends the shaped hello.
 package covertdtls
 
 import (
