@@ -89,7 +89,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 
 	urls, hostports, skipped := webrtcpeer.ParseICEServers(cfg.ICEServers)
 	for _, s := range skipped {
-		logger.Warn("skipping ICE server: only stun: URLs are supported", "server", s)
+		logger.Warn("skipping ICE server: not a stun:, turn: or turns: URL", "server", s)
 	}
 	var socks *socks5Setup
 	if cfg.SOCKS5Proxy != "" {
@@ -105,6 +105,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		ICEServers:         urls,
 		LoopbackOnly:       cfg.LoopbackOnly,
 		KeepLocalAddresses: cfg.KeepLocalAddresses,
+		CovertDTLS:         cfg.CovertDTLS,
 		GatherTimeout:      cfg.GatherTimeout,
 		OpenTimeout:        cfg.DataChannelTimeout,
 		IdleTimeout:        cfg.IdleTimeout,

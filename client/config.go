@@ -9,6 +9,7 @@ import (
 
 	"github.com/flurrypt/flurry/client/internal/rendezvous"
 	sqsrendezvous "github.com/flurrypt/flurry/client/internal/rendezvous/sqs"
+	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/sqscreds"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -50,9 +51,16 @@ type Config struct {
 	SQSQueueURL    string
 	SQSCredentials string
 
-	// ICEServers are STUN URLs (ice), "stun:host[:port]". Other schemes
-	// are skipped with a warning, as Snowflake does. Empty means no ICE
-	// server: only host candidates, and the NAT type stays unknown.
+	// ICEServers are STUN and TURN URLs (ice): "stun:host[:port]",
+	// "turn:user:pass@host[:port][?transport=udp|tcp]" and
+	// "turns:user:pass@host[:port][?transport=tcp]" (TURN over TLS, 5349 by
+	// default; put it on 443 to pass where only HTTPS does). Credentials
+	// are percent-decoded. Other URLs are skipped with a warning, as
+	// Snowflake does. STUN servers beyond two are halved at random as
+	// Snowflake does; TURN servers are all kept (Snowflake has none).
+	// TURN over TCP or TLS does not go through SOCKS5Proxy (only UDP
+	// does). Empty means no ICE server: only host candidates, and the NAT
+	// type stays unknown.
 	ICEServers []string
 
 	// Max is how many proxies a session keeps connected (max); zero
@@ -72,6 +80,10 @@ type Config struct {
 	// UTLSRemoveSNI leaves the server name out of the imitated ClientHello
 	// (utls-nosni).
 	UTLSRemoveSNI bool
+
+	// CovertDTLS shapes the DTLS ClientHello (covertdtls-config,
+	// covertdtls-fingerprint); the zero value is pion's own hello.
+	CovertDTLS covertdtls.Config
 
 	// KeepLocalAddresses offers private and loopback addresses as ICE
 	// candidates (-keep-local-addresses).
@@ -141,6 +153,9 @@ func (cfg *Config) check(hasRendezvous bool) error {
 	}
 	if cfg.Max < 1 || cfg.Max > MaxMax {
 		return fmt.Errorf("%w: max must be between 1 and %d, not %d", ErrInvalidConfig, MaxMax, cfg.Max)
+	}
+	if err := cfg.CovertDTLS.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if cfg.BridgeFingerprint == "" {
 		cfg.BridgeFingerprint = messages.DefaultBridgeFingerprint
@@ -225,9 +240,8 @@ func (cfg *Config) check(hasRendezvous bool) error {
 // ApplyBridgeArgs returns cfg with the options of a bridge line applied
 // (tor passes them as SOCKS arguments; goptlib's pt.Args has this type).
 // Keys: url, front, fronts, ampcache, sqsqueue, sqscreds, ice, max,
-// fingerprint, utls-imitate, utls-nosni, covertdtls-config (only "disable"
-// is supported) and covertdtls-fingerprint (ignored when covert DTLS is
-// disabled). Unknown keys are ignored, as Snowflake does. Only the first
+// fingerprint, utls-imitate, utls-nosni, covertdtls-config and
+// covertdtls-fingerprint (ignored when covert DTLS is disabled). Unknown keys are ignored, as Snowflake does. Only the first
 // value of a repeated key counts.
 func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
 	get := func(key string) (string, bool) {
@@ -274,9 +288,18 @@ func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
 		v = strings.ToLower(v)
 		cfg.UTLSRemoveSNI = v == "true" || v == "yes"
 	}
-	if v, ok := get("covertdtls-config"); ok && v != "" && !strings.EqualFold(v, "disable") {
-		return cfg, fmt.Errorf("covert DTLS: %w", ErrNotSupported)
+	mode, fp := cfg.CovertDTLS.Mode.String(), cfg.CovertDTLS.Fingerprint
+	if v, ok := get("covertdtls-config"); ok {
+		mode = v
 	}
+	if v, ok := get("covertdtls-fingerprint"); ok {
+		fp = v
+	}
+	c, err := covertdtls.Parse(mode, fp)
+	if err != nil {
+		return cfg, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	cfg.CovertDTLS = c
 	return cfg, nil
 }
 

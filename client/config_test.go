@@ -7,7 +7,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
+
 	"github.com/flurrypt/flurry/client"
+	"github.com/flurrypt/flurry/common/covertdtls"
 )
 
 func TestNewValidation(t *testing.T) {
@@ -114,8 +117,28 @@ func TestApplyBridgeArgs(t *testing.T) {
 			}
 		}},
 		{name: "bad max", args: map[string][]string{"max": {"two"}}, err: client.ErrInvalidConfig},
-		{name: "covert dtls", args: map[string][]string{"covertdtls-config": {"randomize"}}, err: client.ErrNotSupported},
-		{name: "covert dtls disabled", args: map[string][]string{"covertdtls-config": {"disable"}}, check: func(*testing.T, client.Config) {}},
+		{name: "covert dtls", args: map[string][]string{"covertdtls-config": {"Randomize"}}, check: func(t *testing.T, c client.Config) {
+			if c.CovertDTLS.Mode != covertdtls.Randomize {
+				t.Errorf("covert DTLS %+v", c.CovertDTLS)
+			}
+		}},
+		{name: "covert dtls fingerprint", args: map[string][]string{"covertdtls-config": {"mimic"}, "covertdtls-fingerprint": {string(fingerprints.Chrome_linux_138_0_7204_183)}}, check: func(t *testing.T, c client.Config) {
+			if c.CovertDTLS.Mode != covertdtls.Mimic || c.CovertDTLS.Fingerprint != string(fingerprints.Chrome_linux_138_0_7204_183) {
+				t.Errorf("covert DTLS %+v", c.CovertDTLS)
+			}
+		}},
+		{name: "covert dtls disabled", args: map[string][]string{"covertdtls-config": {"disable"}}, check: func(t *testing.T, c client.Config) {
+			if c.CovertDTLS.Mode != covertdtls.Disable {
+				t.Errorf("covert DTLS %+v", c.CovertDTLS)
+			}
+		}},
+		{name: "turn ice servers", args: map[string][]string{"ice": {"stun:stun.test,turn:u:p%2Cq@turn.test:443?transport=tcp"}}, check: func(t *testing.T, c client.Config) {
+			if !slices.Equal(c.ICEServers, []string{"stun:stun.test", "turn:u:p%2Cq@turn.test:443?transport=tcp"}) {
+				t.Errorf("ice %q", c.ICEServers)
+			}
+		}},
+		{name: "bad covert dtls", args: map[string][]string{"covertdtls-config": {"chrome"}}, err: covertdtls.ErrMode},
+		{name: "bad covert dtls fingerprint", args: map[string][]string{"covertdtls-config": {"mimic"}, "covertdtls-fingerprint": {"fefd"}}, err: covertdtls.ErrFingerprint},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,11 +65,18 @@
 // resolved by the proxy. CheckSOCKS5Proxy makes the test association a
 // pluggable transport makes before it reports PROXY DONE.
 //
-// # Not supported yet
+// # Covert DTLS
 //
-// Covert DTLS (covertdtls-config other than "disable": New returns an error
-// matching ErrNotSupported), and upstream proxies other than SOCKS5 (HTTP
-// and SOCKS4 proxies cannot carry UDP).
+// Config.CovertDTLS (covertdtls-config, covertdtls-fingerprint) shapes the
+// DTLS ClientHello as Snowflake's client does (package common/covertdtls).
+// The client offers, so against pion and browser proxies it is the DTLS
+// server and the proxy's hello is the one a censor sees; see
+// docs/fingerprinting.md.
+//
+// # Not supported
+//
+// Upstream proxies other than SOCKS5 (HTTP and SOCKS4 proxies cannot carry
+// UDP).
 //
 // # SQS rendezvous
 //

@@ -13,9 +13,6 @@ var (
 	ErrNoRendezvous = errors.New("no rendezvous method specified: set the broker URL (url=)")
 	// ErrMultipleRendezvous: sqsqueue together with url or ampcache.
 	ErrMultipleRendezvous = errors.New("multiple rendezvous methods specified")
-	// ErrNotSupported: a valid option this version does not implement
-	// yet (covert DTLS).
-	ErrNotSupported = errors.New("not supported yet")
 	// ErrInvalidConfig: an option with an invalid value.
 	ErrInvalidConfig = errors.New("invalid configuration")
 )

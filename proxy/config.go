@@ -15,6 +15,7 @@ import (
 
 	"github.com/pion/webrtc/v4"
 
+	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/relaypattern"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -97,6 +98,11 @@ type Config struct {
 	// LoopbackOnly restricts WebRTC to loopback addresses and keeps
 	// loopback candidates: for tests and demos on one machine.
 	LoopbackOnly bool
+	// CovertDTLS shapes the DTLS ClientHello (Snowflake's
+	// -covertdtls-config and -covertdtls-fingerprint); the zero value is
+	// pion's own hello. The proxy answers, so it is the DTLS client of
+	// every client connection: this is the hello a censor sees.
+	CovertDTLS covertdtls.Config
 	// ConfigureSettingEngine, if set, is called last on the pion
 	// SettingEngine used for every peer connection.
 	ConfigureSettingEngine func(*webrtc.SettingEngine)
@@ -221,6 +227,9 @@ func (cfg Config) settle() (*settings, error) {
 	}
 	if s.Capacity < 0 {
 		return nil, fmt.Errorf("%w: negative capacity", ErrInvalidConfig)
+	}
+	if err := s.CovertDTLS.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	for _, u := range s.STUNURLs {
 		if !strings.HasPrefix(u, "stun:") && !strings.HasPrefix(u, "stuns:") {

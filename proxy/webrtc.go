@@ -20,7 +20,9 @@ func newWebRTCAPI(s *settings) (*webrtc.API, error) {
 	se.DetachDataChannels()
 	se.LoggerFactory = pionlog.New(s.Logger)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetDTLSInsecureSkipHelloVerify(true) // as Snowflake: saves a round trip
+	if err := ConfigureDTLS(&se, s.CovertDTLS); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	se.SetSCTPMaxMessageSize(uint32(s.MaxMessageSize))
 	if s.PortMin != 0 {
 		if err := se.SetEphemeralUDPPortRange(s.PortMin, s.PortMax); err != nil {

@@ -32,15 +32,15 @@ const ChromiumPath = "/usr/bin/chromium"
 // context, and a function returning every problem seen so far (console API
 // calls, exceptions, error- and warning-level log entries, dialogs). The
 // browser stops when the test ends. New skips the test when chromium is
-// not installed.
-func New(t *testing.T) (context.Context, func() []string) {
+// not installed. flags are added to the browser's command line.
+func New(t *testing.T, flags ...chromedp.ExecAllocatorOption) (context.Context, func() []string) {
 	t.Helper()
 	if _, err := os.Stat(ChromiumPath); err != nil {
 		testenv.Missing(t, "skipping the browser test: %s is not installed (apt-get install chromium): %v", ChromiumPath, err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx,
+	opts := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(ChromiumPath),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
@@ -52,7 +52,8 @@ func New(t *testing.T) (context.Context, func() []string) {
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1100, 900),
-	)
+	}, flags...)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(acancel) // runs before TempDir's cleanup: chromium has exited
 	var mu sync.Mutex
 	var problems []string

@@ -24,6 +24,7 @@ import (
 	pt "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/goptlib"
 
 	"github.com/flurrypt/flurry/client"
+	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/safelog"
 	"github.com/flurrypt/flurry/common/version"
 )
@@ -42,12 +43,13 @@ const copyBufferSize = 16 << 10
 const exampleBridgeLine = `Bridge snowflake 192.0.2.3:80 2B280B23E1107BB62ABFC40DDCC8824814F80A72 fingerprint=2B280B23E1107BB62ABFC40DDCC8824814F80A72 url=https://1098762253.rsc.cdn77.org/ fronts=www.cdn77.com,www.phpmyadmin.net ice=stun:stun.antisip.com:3478,stun:stun.epygi.com:3478,stun:stun.uls.co.za:3478,stun:stun.voipgate.com:3478 utls-imitate=hellorandomizedalpn`
 
 type flags struct {
-	url, front, fronts, ice, ampcache, sqsqueue, sqscreds, covertDTLS string
-	maxProxies                                                        int
-	logFile                                                           string
-	logToStateDir, keepLocal, unsafeLogging, showVersion              bool
-	socks, socks5Proxy                                                string
-	loopbackOnly                                                      bool
+	url, front, fronts, ice, ampcache, sqsqueue, sqscreds string
+	covertDTLS, covertFingerprint                         string
+	maxProxies                                            int
+	logFile                                               string
+	logToStateDir, keepLocal, unsafeLogging, showVersion  bool
+	socks, socks5Proxy                                    string
+	loopbackOnly                                          bool
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, error) {
@@ -92,12 +94,13 @@ Flags:
 	fs.StringVar(&f.url, "url", "", "URL of the broker (the bridge line's url=)")
 	fs.StringVar(&f.front, "front", "", "front domain(s), comma-separated (legacy; see -fronts)")
 	fs.StringVar(&f.fronts, "fronts", "", "comma-separated front domains: each broker request goes to a random one, with the broker's host in the Host header")
-	fs.StringVar(&f.ice, "ice", "", "comma-separated STUN servers (stun:host:port); empty means none")
+	fs.StringVar(&f.ice, "ice", "", "comma-separated ICE servers: stun:host:port, turn:user:pass@host:port[?transport=tcp], turns:user:pass@host:port (credentials percent-encoded); empty means none")
 	fs.IntVar(&f.maxProxies, "max", client.DefaultMax, "number of proxies to keep connected (2 or more: all carry traffic at once)")
 	fs.StringVar(&f.ampcache, "ampcache", "", "AMP cache URL for rendezvous (with -url)")
 	fs.StringVar(&f.sqsqueue, "sqsqueue", "", "SQS queue URL for rendezvous, https://sqs.<region>.amazonaws.com/<account>/<queue> (instead of -url)")
 	fs.StringVar(&f.sqscreds, "sqscreds", "", "base64 credentials for -sqsqueue (see common/sqscreds)")
-	fs.StringVar(&f.covertDTLS, "covertdtls-config", "disable", "covert DTLS mode (only \"disable\" is supported)")
+	fs.StringVar(&f.covertDTLS, "covertdtls-config", "disable", "covert DTLS mode of the ClientHello: disable (pion's own), mimic (a recent Chrome's), randomize, randomizemimic (a browser's picked per connection); see docs/fingerprinting.md")
+	fs.StringVar(&f.covertFingerprint, "covertdtls-fingerprint", "", "with -covertdtls-config other than disable: replay this raw ClientHello (hex, as Snowflake's)")
 	fs.StringVar(&f.logFile, "log", "", "append logs to this file (default: no logs under tor, stderr with -socks)")
 	fs.BoolVar(&f.logToStateDir, "log-to-state-dir", false, "resolve -log relative to tor's pluggable-transport state directory")
 	fs.BoolVar(&f.logToStateDir, "logToStateDir", false, "deprecated alias of -log-to-state-dir")
@@ -138,9 +141,11 @@ func (f *flags) baseConfig(logger *slog.Logger) (client.Config, error) {
 	case f.front != "":
 		cfg.Fronts = splitList(f.front)
 	}
-	if f.covertDTLS != "" && !strings.EqualFold(f.covertDTLS, "disable") {
-		return cfg, fmt.Errorf("-covertdtls-config %q: %w", f.covertDTLS, client.ErrNotSupported)
+	c, err := covertdtls.Parse(f.covertDTLS, f.covertFingerprint)
+	if err != nil {
+		return cfg, fmt.Errorf("-covertdtls-config/-covertdtls-fingerprint: %w", err)
 	}
+	cfg.CovertDTLS = c
 	return cfg, nil
 }
 

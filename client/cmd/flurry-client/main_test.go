@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/messages"
@@ -408,5 +411,38 @@ func TestUsage(t *testing.T) {
 	help, _ := exec.Command(bin, "-h").CombinedOutput()
 	if !strings.Contains(string(help), "NOT used") {
 		t.Errorf("-h does not say the CONNECT destination is unused:\n%s", help)
+	}
+}
+
+// TestCovertDTLSFlags: every Snowflake mode is taken, with a raw
+// fingerprint too; an unknown mode or a fingerprint that is not a hello is
+// an error naming the flags.
+func TestCovertDTLSFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-covertdtls-config", "disable"},
+		{"-covertdtls-config", "mimic"},
+		{"-covertdtls-config", "Randomize"},
+		{"-covertdtls-config", "randomizemimic"},
+		{"-covertdtls-config", "mimic", "-covertdtls-fingerprint", string(fingerprints.Mozilla_Firefox_125_0_1)},
+	} {
+		f, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), append([]string{"-url", "https://broker.test/"}, args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.baseConfig(nil); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"-covertdtls-config", "chrome"},
+		{"-covertdtls-config", "mimic", "-covertdtls-fingerprint", "fefd"},
+	} {
+		f, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.baseConfig(nil); err == nil || !strings.Contains(err.Error(), "-covertdtls-config") {
+			t.Errorf("%q: error %v", args, err)
+		}
 	}
 }

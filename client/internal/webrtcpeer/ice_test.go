@@ -16,6 +16,16 @@ func TestParseICEServer(t *testing.T) {
 		{in: "stun:[2001:db8::1]:3478", url: "stun:[2001:db8::1]:3478", hostport: "[2001:db8::1]:3478"},
 		{in: "stun:2001:db8::1", url: "stun:[2001:db8::1]:3478", hostport: "[2001:db8::1]:3478"},
 		{in: "turn:turn.test:3478"},
+		{in: "turn:u:p@turn.test", url: "turn:u:p@turn.test:3478"},
+		{in: "turn:u%40x:p%2Cq%3A@192.0.2.1:80?transport=tcp", url: "turn:u%40x:p%2Cq%3A@192.0.2.1:80?transport=tcp"},
+		{in: "turns:user:secret@turn.test:443?transport=tcp", url: "turns:user:secret@turn.test:443?transport=tcp"},
+		{in: "turns:user:secret@turn.test", url: "turns:user:secret@turn.test:5349"},
+		{in: "turn:u:@turn.test"},
+		{in: "turn::p@turn.test"},
+		{in: "turn:u:p@turn.test?transport=sctp"},
+		{in: "turns:u:p@turn.test?transport=udp"},
+		{in: "turn:u:p@turn.test/x"},
+		{in: "turn:u:p@"},
 		{in: "stuns:stun.test"},
 		{in: "stun.test"},
 		{in: "stun:"},
@@ -36,6 +46,9 @@ func TestParseICEServer(t *testing.T) {
 				}
 				return
 			}
+			if strings.HasPrefix(tt.in, "turn") && err != nil && (strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), ":p@")) {
+				t.Fatalf("error shows the credentials: %v", err)
+			}
 			if err != nil || u != tt.url || hp != tt.hostport {
 				t.Fatalf("ParseICEServer(%q) = %q, %q, %v; want %q, %q", tt.in, u, hp, err, tt.url, tt.hostport)
 			}
@@ -44,14 +57,16 @@ func TestParseICEServer(t *testing.T) {
 }
 
 func TestParseICEServers(t *testing.T) {
-	urls, hps, skipped := ParseICEServers([]string{"stun:a.test", "turn:b.test", "", "stun:c.test:1", "stun:d.test", "stun:e.test"})
-	if len(skipped) != 1 || skipped[0] != "turn:b.test" {
+	urls, hps, skipped := ParseICEServers([]string{"stun:a.test", "turn:b.test", "turn:u:secret@t.test?transport=x", "", "stun:c.test:1", "turn:u:p@t.test?transport=tcp", "stun:d.test", "stun:e.test"})
+	if len(skipped) != 2 || skipped[0] != `"turn:b.test"` || skipped[1] != `"turn:[credentials]@t.test?transport=x"` {
 		t.Errorf("skipped %q", skipped)
 	}
-	// Four valid servers: half are kept (Snowflake's rule).
-	if len(urls) != 2 || len(hps) != 2 {
+	// Four valid STUN servers: half are kept (Snowflake's rule); the TURN
+	// server is kept, last.
+	if len(urls) != 3 || len(hps) != 2 || urls[2] != "turn:u:p@t.test:3478?transport=tcp" {
 		t.Fatalf("kept %q", urls)
 	}
+	urls = urls[:2]
 	for i := range urls {
 		if urls[i] != "stun:"+hps[i] {
 			t.Errorf("url %q and host %q disagree", urls[i], hps[i])
@@ -68,7 +83,7 @@ func TestParseICEServers(t *testing.T) {
 }
 
 func FuzzParseICEServer(f *testing.F) {
-	for _, s := range []string{"stun:stun.ekiga.net", "stun:[::1]:3478", "turn:x", "stun:a:b:c", "stun:\x00"} {
+	for _, s := range []string{"stun:stun.ekiga.net", "stun:[::1]:3478", "turn:x", "stun:a:b:c", "stun:\x00", "turn:u:p@h:1?transport=tcp", "turns:a%3A:b%40@[::1]"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -76,7 +91,13 @@ func FuzzParseICEServer(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if u != "stun:"+hp || strings.ContainsAny(hp, "/?#@ \t") {
+		if hp == "" {
+			// TURN: the canonical form parses to itself too, and pion's
+			// form carries the credentials apart.
+			if srv := iceServer(u); strings.Contains(srv.URLs[0], "@") || srv.Username == "" || srv.Credential == "" {
+				t.Fatalf("iceServer(%q) = %+v", u, srv)
+			}
+		} else if u != "stun:"+hp || strings.ContainsAny(hp, "/?#@ \t") {
 			t.Fatalf("ParseICEServer(%q) = %q, %q", s, u, hp)
 		}
 		// Parsing the result again gives the same result.

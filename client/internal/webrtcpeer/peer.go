@@ -18,6 +18,7 @@ import (
 	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/sdp"
 	"github.com/flurrypt/flurry/messages"
@@ -45,7 +46,7 @@ const deadlineRefresh = time.Second
 // Config configures a Dialer. The zero value works: no ICE servers, public
 // addresses only, Snowflake's timeouts and a one-second dead-peer timeout.
 type Config struct {
-	// ICEServers are STUN URLs ("stun:host:port", see ParseICEServer).
+	// ICEServers are STUN and TURN URLs (see ParseICEServer).
 	ICEServers []string
 
 	// LoopbackOnly restricts ICE to loopback interfaces and addresses
@@ -81,6 +82,12 @@ type Config struct {
 	// offer is stripped of local-address candidates afterwards; with
 	// LoopbackOnly only loopback addresses are used.
 	Net transport.Net
+
+	// CovertDTLS shapes the DTLS ClientHello; the zero value is pion's.
+	// The client offers, so it is the DTLS server against every answerer
+	// that picks the active role (pion and browsers do) and this hello
+	// is sent only against one that does not.
+	CovertDTLS covertdtls.Config
 
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
@@ -122,7 +129,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		if err != nil {
 			return nil, err
 		}
-		servers = append(servers, webrtc.ICEServer{URLs: []string{u}})
+		servers = append(servers, iceServer(u))
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -138,8 +145,8 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
 	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	stripLocal := false
-	if cfg.Net != nil {
-		se.SetNet(cfg.Net)
+	if err := cfg.CovertDTLS.Apply(&se, cfg.Net); err != nil { // sets cfg.Net
+		return nil, err
 	}
 	// No IP filter outside LoopbackOnly: pion gathers server-reflexive
 	// candidates only on the local addresses an IP filter keeps, so

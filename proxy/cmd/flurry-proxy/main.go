@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/safelog"
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/proxy"
@@ -75,8 +76,8 @@ func run() int {
 		// change nothing here, and the proxy says so at start.
 		geoipDB           = fs.String("geoipdb", "", "accepted for compatibility with Snowflake and ignored: this proxy keeps no per-country metrics")
 		geoip6DB          = fs.String("geoip6db", "", "accepted for compatibility with Snowflake and ignored, as -geoipdb")
-		covertConfig      = fs.String("covertdtls-config", "", "accepted for compatibility with Snowflake; only \"disable\" is supported: DTLS uses pion's ClientHello")
-		covertFingerprint = fs.String("covertdtls-fingerprint", "", "accepted for compatibility with Snowflake and ignored, as -covertdtls-config")
+		covertConfig      = fs.String("covertdtls-config", "disable", "covert DTLS `mode` of the ClientHello the proxy sends: disable (pion's own), mimic (a recent Chrome's), randomize, randomizemimic (a browser's picked per connection); see docs/fingerprinting.md")
+		covertFingerprint = fs.String("covertdtls-fingerprint", "", "with -covertdtls-config other than disable: replay this raw ClientHello (`hex`, as Snowflake's)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-proxy -broker URL -relay URL [flags]\n\n")
@@ -126,13 +127,15 @@ func run() int {
 		h = safelog.NewHandler(h)
 	}
 	log := slog.New(h)
-	for name, v := range map[string]string{"geoipdb": *geoipDB, "geoip6db": *geoip6DB, "covertdtls-fingerprint": *covertFingerprint} {
+	covert, err := covertdtls.Parse(*covertConfig, *covertFingerprint)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flurry-proxy: -covertdtls-config/-covertdtls-fingerprint:", err)
+		return 2
+	}
+	for name, v := range map[string]string{"geoipdb": *geoipDB, "geoip6db": *geoip6DB} {
 		if v != "" {
 			log.Info("flag ignored: accepted for compatibility with Snowflake only", "flag", "-"+name)
 		}
-	}
-	if c := *covertConfig; c != "" && !strings.EqualFold(c, "disable") {
-		log.Warn("covert DTLS is not supported: DTLS uses pion's ClientHello", "flag", "-covertdtls-config")
 	}
 
 	cfg := proxy.Config{
@@ -144,6 +147,7 @@ func run() int {
 		Capacity:            *capacity,
 		KeepLocalAddresses:  *keepLocal,
 		LoopbackOnly:        *loopbackOnly,
+		CovertDTLS:          covert,
 		OutboundAddress:     *outbound,
 		NATProbeURL:         *natProbe,
 		NATRetestInterval:   *natRetest,
@@ -160,7 +164,6 @@ func run() int {
 	if *summary == 0 || *noSummary {
 		cfg.SummaryInterval = -1
 	}
-	var err error
 	if cfg.PortMin, cfg.PortMax, err = proxy.ParsePortRange(*ports); err != nil {
 		fmt.Fprintln(os.Stderr, "flurry-proxy:", err)
 		return 2

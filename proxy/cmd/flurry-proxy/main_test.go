@@ -90,10 +90,16 @@ func TestSnowflakeCompatibilityFlags(t *testing.T) {
 		}
 	})
 	t.Run("covert DTLS", func(t *testing.T) {
-		for _, v := range []string{"disable", "DISABLE", "randomizemimic"} {
+		for _, v := range []string{"disable", "DISABLE", "mimic", "randomize", "randomizemimic"} {
 			_, stderr := runWith(t, append(base, "-covertdtls-config", v)...)
-			if got, want := strings.Contains(stderr, "covert DTLS is not supported"), !strings.EqualFold(v, "disable"); got != want {
-				t.Errorf("-covertdtls-config %s: warned %v, want %v; stderr:\n%s", v, got, want, stderr)
+			if strings.Contains(stderr, "covertdtls") {
+				t.Errorf("-covertdtls-config %s refused; stderr:\n%s", v, stderr)
+			}
+		}
+		for _, args := range [][]string{{"-covertdtls-config", "chrome"}, {"-covertdtls-config", "mimic", "-covertdtls-fingerprint", "fefd00"}} {
+			code, stderr := runWith(t, append(base, args...)...)
+			if code != 2 || !strings.Contains(stderr, "-covertdtls-config/-covertdtls-fingerprint:") {
+				t.Errorf("%q: exit code %d; stderr:\n%s", args, code, stderr)
 			}
 		}
 	})

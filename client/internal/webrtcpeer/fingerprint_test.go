@@ -1,0 +1,162 @@
+package webrtcpeer_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pion/logging"
+	"github.com/pion/webrtc/v4"
+	"go.uber.org/goleak"
+
+	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
+	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/internal/webrtcfp"
+	"github.com/flurrypt/flurry/messages"
+	"github.com/flurrypt/flurry/proxy"
+)
+
+// unreachable are the features no covert DTLS mode can make match a
+// browser, and why. The table shows them; docs/fingerprinting.md explains.
+var unreachable = map[string]string{
+	"server hello: record version":                 "pion speaks DTLS 1.2 only",
+	"server hello: cipher suite":                   "pion speaks DTLS 1.2 only",
+	"server hello: extensions (order)":             "pion speaks DTLS 1.2 only",
+	"server hello: use_srtp profile":               "pion speaks DTLS 1.2 only",
+	"server hello: extended master secret":         "pion speaks DTLS 1.2 only",
+	"server hello: supported version":              "pion speaks DTLS 1.2 only",
+	"stun controlling: binding request attributes": "pion/ice writes its own binding requests",
+	"stun controlled: binding request attributes":  "pion/ice writes its own binding requests",
+}
+
+// TestFingerprintAgainstChromium compares, feature by feature, the STUN
+// and DTLS a censor sees between Flurry's client (the offerer: its real
+// Dialer) and a proxy's peer (the answerer: the proxy's DTLS settings),
+// in each covert DTLS mode, with what two pages of the Chromium on this
+// machine send. It prints the table docs/fingerprinting.md shows. With
+// mimic, every feature matches except those in unreachable; where Chromium
+// varies a feature between connections (the extension order), mimic must
+// vary it too.
+func TestFingerprintAgainstChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Chromium: takes real seconds (skipped with -short)")
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // runs last
+	chromium := webrtcfp.Chromium(t, 2)
+	chrome := [2]webrtcfp.Features{webrtcfp.Extract(chromium[0]), webrtcfp.Extract(chromium[1])}
+
+	modes := []covertdtls.Mode{covertdtls.Disable, covertdtls.Mimic, covertdtls.Randomize, covertdtls.RandomizeMimic}
+	flurry := map[covertdtls.Mode][2]webrtcfp.Features{}
+	for _, m := range modes {
+		flurry[m] = [2]webrtcfp.Features{flurryPair(t, m), flurryPair(t, m)}
+	}
+
+	var table strings.Builder
+	fmt.Fprintf(&table, "| feature | Chromium | %s |\n|---|---|%s\n", joinModes(modes, " | "), strings.Repeat("---|", len(modes)))
+	for _, n := range webrtcfp.Names {
+		varies := chrome[0][n] != chrome[1][n]
+		want := chrome[0][n]
+		if varies {
+			want = "(varies: " + want + " / " + chrome[1][n] + ")"
+		}
+		fmt.Fprintf(&table, "| %s | %s |", n, want)
+		for _, m := range modes {
+			got := flurry[m]
+			var cell string
+			switch {
+			case varies && got[0][n] != got[1][n]:
+				cell = "varies too"
+			case !varies && got[0][n] == chrome[0][n] && got[1][n] == chrome[0][n]:
+				cell = "same"
+			case got[0][n] != got[1][n]:
+				cell = "(varies: " + got[0][n] + " / " + got[1][n] + ")"
+			default:
+				cell = got[0][n]
+			}
+			fmt.Fprintf(&table, " %s |", cell)
+			if m == covertdtls.Mimic && cell != "same" && cell != "varies too" {
+				if why, ok := unreachable[n]; ok {
+					t.Logf("mimic differs from Chromium in %q (%s)", n, why)
+				} else {
+					t.Errorf("mimic differs from Chromium in %q: %s, Chromium %s", n, cell, want)
+				}
+			}
+		}
+		table.WriteString("\n")
+	}
+	t.Logf("Flurry's client (offerer) and proxy (answerer) against two Chromium pages:\n%s", table.String())
+}
+
+func joinModes(modes []covertdtls.Mode, sep string) string {
+	var s []string
+	for _, m := range modes {
+		s = append(s, m.String())
+	}
+	return strings.Join(s, sep)
+}
+
+// flurryPair connects the client's Dialer to a peer configured as a
+// proxy's, both on loopback with mode, through a relay, and returns what
+// they sent.
+func flurryPair(t *testing.T, mode covertdtls.Mode) webrtcfp.Features {
+	t.Helper()
+	c := covertdtls.Config{Mode: mode}
+	r := webrtcfp.NewRelay(t)
+	d, err := webrtcpeer.NewDialer(webrtcpeer.Config{LoopbackOnly: true, CovertDTLS: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var se webrtc.SettingEngine
+	se.LoggerFactory = &logging.DefaultLoggerFactory{Writer: io.Discard}
+	proxy.LoopbackOnly(&se)
+	if err := proxy.ConfigureDTLS(&se, c); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pc.Close() })
+	negotiate := func(ctx context.Context, offerJSON string) (string, error) {
+		offer, err := messages.DecodeSessionDescription(offerJSON)
+		if err != nil {
+			return "", err
+		}
+		sdp, err := r.Rewrite(webrtcfp.Offerer, offer.SDP)
+		if err != nil {
+			return "", err
+		}
+		if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: sdp}); err != nil {
+			return "", err
+		}
+		ans, err := pc.CreateAnswer(nil)
+		if err != nil {
+			return "", err
+		}
+		gathered := webrtc.GatheringCompletePromise(pc)
+		if err := pc.SetLocalDescription(ans); err != nil {
+			return "", err
+		}
+		select {
+		case <-gathered:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		sdp, err = r.Rewrite(webrtcfp.Answerer, pc.LocalDescription().SDP)
+		if err != nil {
+			return "", err
+		}
+		return messages.SessionDescription{Type: messages.SDPTypeAnswer, SDP: sdp}.Encode()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := d.Connect(ctx, negotiate, nil)
+	if err != nil {
+		t.Fatalf("%v: connect: %v", mode, err)
+	}
+	_ = p.Close()
+	return webrtcfp.Extract(r.Datagrams())
+}
