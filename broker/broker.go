@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/broker/internal/bridgelist"
-	"github.com/flurrypt/flurry/broker/internal/clientaddr"
 	"github.com/flurrypt/flurry/broker/internal/event"
 	"github.com/flurrypt/flurry/broker/internal/matcher"
 	"github.com/flurrypt/flurry/broker/internal/ratelimit"
@@ -18,6 +17,7 @@ import (
 	"github.com/flurrypt/flurry/broker/internal/statuspage"
 	"github.com/flurrypt/flurry/broker/internal/strikes"
 	"github.com/flurrypt/flurry/common/relaypattern"
+	"github.com/flurrypt/flurry/internal/clientaddr"
 	"github.com/flurrypt/flurry/messages"
 )
 
