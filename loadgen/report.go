@@ -22,6 +22,7 @@ type Result struct {
 	RelayIdle       *RelayIdleResult  `json:"relay_idle,omitempty"`
 	RelayThroughput *ThroughputResult `json:"relay_throughput,omitempty"`
 	Chain           *ChainResult      `json:"chain,omitempty"`
+	Attack          *AttackResult     `json:"attack,omitempty"`
 	Error           string            `json:"error,omitempty"`
 }
 

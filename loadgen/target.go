@@ -13,6 +13,10 @@ const (
 	TargetEcho   = "echo"   // write back everything read
 	TargetSink   = "sink"   // read and discard
 	TargetSource = "source" // write an endless stream, ignore input
+	// TargetRandom writes the endless pseudo-random stream of
+	// randomStream, the same on every connection, so that a reader can
+	// check what it got (RandomStreamDigest); it ignores input.
+	TargetRandom = "random"
 )
 
 // TargetConfig configures StartTarget.
@@ -20,7 +24,8 @@ type TargetConfig struct {
 	// Addr is the TCP address to listen on. Default 127.0.0.1:0 (a free
 	// port; see Target.Addr).
 	Addr string
-	// Mode is TargetEcho (default), TargetSink or TargetSource.
+	// Mode is TargetEcho (default), TargetSink, TargetSource or
+	// TargetRandom.
 	Mode string
 	// AllowNonLoopback allows listening on an address other than loopback.
 	AllowNonLoopback bool
@@ -57,7 +62,7 @@ func StartTarget(cfg TargetConfig) (*Target, error) {
 		cfg.Mode = TargetEcho
 	}
 	switch cfg.Mode {
-	case TargetEcho, TargetSink, TargetSource:
+	case TargetEcho, TargetSink, TargetSource, TargetRandom:
 	default:
 		return nil, fmt.Errorf("%w: target mode %q (want echo, sink or source)", ErrInvalidConfig, cfg.Mode)
 	}
@@ -129,12 +134,16 @@ func (t *Target) serve(c net.Conn) {
 	}()
 	buf := make([]byte, 32<<10)
 	switch t.mode {
-	case TargetSource:
+	case TargetSource, TargetRandom:
 		for i := range buf {
 			buf[i] = byte(i)
 		}
+		rng := randomStream()
 		t.wg.Go(func() { _, _ = io.Copy(io.Discard, c) }) // ends when c is closed
 		for {
+			if t.mode == TargetRandom {
+				rng.Read(buf)
+			}
 			n, err := c.Write(buf)
 			t.out.Add(int64(n))
 			if err != nil {

@@ -25,7 +25,8 @@ modes:
   broker   simulated proxies and clients against a broker (/proxy, /client, /answer)
   relay    idle WebSocket carriers (memory per carrier) and KCP+smux throughput through a relay
   chain    throughput and time to first byte through a SOCKS5 proxy (a running chain)
-  target   a TCP echo, sink or source on loopback, to be a relay's -forward target
+  target   a TCP echo, sink, source or random source on loopback, to be a relay's -forward target
+  attack   attacks on the servers (flurry-loadgen attack -h lists them)
 
 Every target must be a loopback address unless -allow-non-loopback is given.
 Every run stops by itself (durations and counts; -max-time bounds the whole run).
@@ -105,6 +106,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	mode, args := args[0], args[1:]
+	if mode == "attack" {
+		return runAttack(ctx, args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("flurry-loadgen "+mode, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c common
@@ -316,7 +320,7 @@ func targetFlags(fs *flag.FlagSet, c *common, stdout io.Writer) func(context.Con
 		duration time.Duration
 	)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:9000", "listen address")
-	fs.StringVar(&cfg.Mode, "mode", loadgen.TargetEcho, "echo, sink or source")
+	fs.StringVar(&cfg.Mode, "mode", loadgen.TargetEcho, "echo, sink, source or random (a fixed pseudo-random stream, for attack relay-sessions -honest-bytes)")
 	fs.DurationVar(&duration, "duration", 10*time.Minute, "serve this long, then exit")
 	return func(ctx context.Context, _ *loadgen.Result, _ io.Writer) error {
 		cfg.AllowNonLoopback = c.allowNonLoopback
