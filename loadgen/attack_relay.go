@@ -64,7 +64,8 @@ type RelaySessionsConfig struct {
 	// peer).
 	Source string
 	// PID, if positive, is the relay's process ID: its RSS is sampled
-	// before, during and WatchAfter after the flood.
+	// before, during and WatchAfter after the flood. With HonestBytes,
+	// the baseline is taken after a first honest download (warm-up).
 	PID int
 	// WatchAfter is how long to keep sampling after the flood. Default
 	// DefaultAttackWatchAfter (only with PID).
@@ -309,6 +310,21 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (AttackResul
 	if _, err := raiseFileLimit(uint64(cfg.Concurrency) + 256); err != nil {
 		return res, err
 	}
+	if cfg.PID > 0 && cfg.HonestBytes > 0 {
+		// The baseline is a relay in service: one honest download
+		// first, so that buffers every relay soon has are in it. The
+		// RSS before it is reported too.
+		fresh, err := ReadProc(cfg.PID)
+		if err != nil {
+			return res, err
+		}
+		hd := wsDialerFrom(cfg.HonestSource, cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
+		warm := honestDownload(ctx, hd, u, cfg.HonestBytes)
+		if !warm.Intact {
+			return res, fmt.Errorf("warm-up download: %d bytes, intact %v, %s", warm.Bytes, warm.Intact, warm.Error)
+		}
+		res.Extra = append(res.Extra, Figure{"server RSS before the warm-up download (fresh)", mib(fresh.RSS)})
+	}
 	mem, err := startMemWatch(cfg.PID, 250*time.Millisecond)
 	if err != nil {
 		return res, err
@@ -415,14 +431,20 @@ func honestDownload(ctx context.Context, d *websocket.Dialer, u *url.URL, n int6
 	defer st.Close()
 	stop := context.AfterFunc(ctx, func() { st.Close() })
 	defer stop()
+	var req [8]byte
+	binary.BigEndian.PutUint64(req[:], uint64(n))
+	if _, err := st.Write(req[:]); err != nil {
+		res.Error = err.Error()
+		return res
+	}
 	h := sha256.New()
-	res.Bytes, err = io.CopyN(h, st, n)
+	res.Bytes, err = io.Copy(h, st) // until the target closes
 	res.Elapsed = time.Since(start)
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	res.Intact = bytes.Equal(h.Sum(nil), RandomStreamDigest(n))
+	res.Intact = res.Bytes == n && bytes.Equal(h.Sum(nil), RandomStreamDigest(n))
 	return res
 }
 

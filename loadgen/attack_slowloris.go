@@ -187,9 +187,20 @@ func RunSlowloris(ctx context.Context, cfg SlowlorisConfig) (AttackResult, error
 			}
 		}()
 	}
-	<-ctx.Done()
+	// The attack ends at Duration, or when the server has closed every
+	// connection.
+	allDone := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(allDone)
+	}()
+	select {
+	case <-ctx.Done():
+	case <-allDone:
+	}
 	stillOpen := opened.Load() - closedBy.Load()
-	wg.Wait()
+	cancel()
+	<-allDone
 	res.Elapsed = time.Since(start)
 	prog.stop()
 	if cfg.PID > 0 {

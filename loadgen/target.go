@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -13,9 +14,10 @@ const (
 	TargetEcho   = "echo"   // write back everything read
 	TargetSink   = "sink"   // read and discard
 	TargetSource = "source" // write an endless stream, ignore input
-	// TargetRandom writes the endless pseudo-random stream of
-	// randomStream, the same on every connection, so that a reader can
-	// check what it got (RandomStreamDigest); it ignores input.
+	// TargetRandom reads an 8-byte big-endian length n, writes the first
+	// n bytes of the pseudo-random stream of randomStream (the same on
+	// every connection, so that a reader can check them with
+	// RandomStreamDigest) and closes.
 	TargetRandom = "random"
 )
 
@@ -134,16 +136,19 @@ func (t *Target) serve(c net.Conn) {
 	}()
 	buf := make([]byte, 32<<10)
 	switch t.mode {
-	case TargetSource, TargetRandom:
+	case TargetRandom:
+		var req [8]byte
+		if _, err := io.ReadFull(c, req[:]); err != nil {
+			return
+		}
+		n, _ := io.CopyN(c, randomStream(), int64(binary.BigEndian.Uint64(req[:])))
+		t.out.Add(n)
+	case TargetSource:
 		for i := range buf {
 			buf[i] = byte(i)
 		}
-		rng := randomStream()
 		t.wg.Go(func() { _, _ = io.Copy(io.Discard, c) }) // ends when c is closed
 		for {
-			if t.mode == TargetRandom {
-				rng.Read(buf)
-			}
 			n, err := c.Write(buf)
 			t.out.Add(int64(n))
 			if err != nil {
