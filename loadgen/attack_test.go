@@ -89,4 +89,3 @@ func TestRelayAttacks(t *testing.T) {
 		}
 	})
 }
-
