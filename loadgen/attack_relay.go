@@ -310,16 +310,25 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (AttackResul
 	if _, err := raiseFileLimit(uint64(cfg.Concurrency) + 256); err != nil {
 		return res, err
 	}
+	var honestTunnel *tunnel
+	if cfg.HonestBytes > 0 {
+		hd := wsDialerFrom(cfg.HonestSource, cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
+		honestTunnel, err = openTunnel(ctx, hd, u)
+		if err != nil {
+			return res, fmt.Errorf("honest client: %w", err)
+		}
+		defer honestTunnel.close()
+	}
 	if cfg.PID > 0 && cfg.HonestBytes > 0 {
-		// The baseline is a relay in service: one honest download
-		// first, so that buffers every relay soon has are in it. The
-		// RSS before it is reported too.
+		// The baseline is a relay in service: the honest client's
+		// session makes one download first, so that what its session
+		// holds is in the baseline as it is afterwards. The RSS before
+		// it is reported too.
 		fresh, err := ReadProc(cfg.PID)
 		if err != nil {
 			return res, err
 		}
-		hd := wsDialerFrom(cfg.HonestSource, cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
-		warm := honestDownload(ctx, hd, u, cfg.HonestBytes)
+		warm := honestDownload(ctx, honestTunnel, cfg.HonestBytes)
 		if !warm.Intact {
 			return res, fmt.Errorf("warm-up download: %d bytes, intact %v, %s", warm.Bytes, warm.Intact, warm.Error)
 		}
@@ -343,8 +352,7 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (AttackResul
 		honestWG.Add(1)
 		go func() {
 			defer honestWG.Done()
-			hd := wsDialerFrom(cfg.HonestSource, cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
-			*honest = honestDownload(ctx, hd, u, cfg.HonestBytes)
+			*honest = honestDownload(ctx, honestTunnel, cfg.HonestBytes)
 			select {
 			case <-attackDone:
 			default:
@@ -412,17 +420,11 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// honestDownload opens a Snowflake-style tunnel through the relay, reads n
-// bytes of its target's TargetRandom stream and checks their SHA-256.
-func honestDownload(ctx context.Context, d *websocket.Dialer, u *url.URL, n int64) HonestResult {
+// honestDownload opens a stream on a Snowflake-style tunnel through the
+// relay, asks its TargetRandom for n bytes and checks their SHA-256.
+func honestDownload(ctx context.Context, t *tunnel, n int64) HonestResult {
 	start := time.Now()
 	res := HonestResult{}
-	t, err := openTunnel(ctx, d, u)
-	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	defer t.close()
 	st, err := t.mux.OpenStream()
 	if err != nil {
 		res.Error = err.Error()

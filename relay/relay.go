@@ -261,13 +261,19 @@ func (r *Relay) endSession(s *session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.sessions, s)
-	if st := r.clients[s.id]; st != nil {
+	st := r.clients[s.id]
+	if st != nil {
 		st.sessions--
 		// A new session needs a new admission.
 		st.admitted.Store(false)
 		if st.carriers <= 0 && st.sessions <= 0 {
 			delete(r.clients, s.id)
 		}
+	}
+	if st == nil || st.carriers <= 0 {
+		// Nothing will take what the ended session left queued for the
+		// client: free it now rather than after ClientTimeout.
+		r.shardFor(s.id).pconn.Forget(s.id.Addr())
 	}
 }
 

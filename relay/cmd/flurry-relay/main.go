@@ -113,6 +113,7 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
 	}
+	go returnIdleMemory(memoryCheckInterval)
 	f := parseFlags()
 	if f.showVersion {
 		fmt.Fprintf(os.Stderr, "flurry-relay %s\n", version.String())
