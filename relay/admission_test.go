@@ -520,3 +520,43 @@ func sourceDigest(size int, seed uint64) []byte {
 	d := sha256.Sum256(sourceBytes(size, seed))
 	return d[:]
 }
+
+func TestPeerKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.7":            "192.0.2.7",
+		"::ffff:192.0.2.7":     "192.0.2.7",
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::",
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::",
+		"2001:db8:1:3::1":      "2001:db8:1:3::",
+		"fe80::1":              "fe80::",
+	} {
+		if got := peerKey(netip.MustParseAddr(in)); got != netip.MustParseAddr(want) {
+			t.Errorf("peerKey(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestAdmissionForgetsIdleBudgets: a budget is dropped once its carriers
+// are gone and its bucket is full again, so the table does not grow with
+// every address ever seen.
+func TestAdmissionForgetsIdleBudgets(t *testing.T) {
+	a := newAdmission(Config{MaxCarriersPerAddr: 2, NewSessionRate: 1, NewSessionBurst: 1})
+	one, two := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	if !a.addCarrier(one) || !a.addCarrier(one) || a.addCarrier(one) {
+		t.Fatal("carrier cap of 2 not applied")
+	}
+	if !a.allowSession(two) || a.allowSession(two) {
+		t.Fatal("session burst of 1 not applied")
+	}
+	a.removeCarrier(one)
+	a.removeCarrier(one)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.peers[one]; ok {
+		t.Error("budget without carriers and with a full bucket kept")
+	}
+	a.sweep(time.Now().Add(time.Minute))
+	if len(a.peers) != 0 {
+		t.Errorf("%d budgets left after the sweep, want 0", len(a.peers))
+	}
+}
