@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/broker/internal/bridgelist"
-	"github.com/flurrypt/flurry/broker/internal/clientaddr"
 	"github.com/flurrypt/flurry/broker/internal/cluster"
 	"github.com/flurrypt/flurry/broker/internal/event"
 	"github.com/flurrypt/flurry/broker/internal/ipcount"
@@ -20,6 +19,7 @@ import (
 	"github.com/flurrypt/flurry/broker/internal/statuspage"
 	"github.com/flurrypt/flurry/broker/internal/strikes"
 	"github.com/flurrypt/flurry/common/relaypattern"
+	"github.com/flurrypt/flurry/internal/clientaddr"
 	"github.com/flurrypt/flurry/messages"
 )
 

@@ -24,6 +24,7 @@ type Result struct {
 	RelaySessions   *RelaySessionsResult `json:"relay_sessions,omitempty"`
 	Chain           *ChainResult         `json:"chain,omitempty"`
 	BrokerAttack    *BrokerAttackResult  `json:"broker_attack,omitempty"`
+	Attack          *AttackResult        `json:"attack,omitempty"`
 	Error           string               `json:"error,omitempty"`
 }
 
@@ -148,6 +149,12 @@ func (r Result) WriteTable(w io.Writer) error {
 	if a := r.BrokerAttack; a != nil {
 		tw.Flush()
 		writeBrokerAttack(w, a)
+	}
+	if a := r.Attack; a != nil {
+		tw.Flush()
+		if err := a.WriteText(w); err != nil {
+			return err
+		}
 	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "\nerror: %s\n", r.Error)

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,11 @@ const (
 	TargetEcho   = "echo"   // write back everything read
 	TargetSink   = "sink"   // read and discard
 	TargetSource = "source" // write an endless stream, ignore input
+	// TargetRandom reads an 8-byte big-endian length n, writes the first
+	// n bytes of the pseudo-random stream of randomStream (the same on
+	// every connection, so that a reader can check them with
+	// RandomStreamDigest) and closes.
+	TargetRandom = "random"
 )
 
 // TargetConfig configures StartTarget.
@@ -20,7 +26,8 @@ type TargetConfig struct {
 	// Addr is the TCP address to listen on. Default 127.0.0.1:0 (a free
 	// port; see Target.Addr).
 	Addr string
-	// Mode is TargetEcho (default), TargetSink or TargetSource.
+	// Mode is TargetEcho (default), TargetSink, TargetSource or
+	// TargetRandom.
 	Mode string
 	// AllowNonLoopback allows listening on an address other than loopback.
 	AllowNonLoopback bool
@@ -57,7 +64,7 @@ func StartTarget(cfg TargetConfig) (*Target, error) {
 		cfg.Mode = TargetEcho
 	}
 	switch cfg.Mode {
-	case TargetEcho, TargetSink, TargetSource:
+	case TargetEcho, TargetSink, TargetSource, TargetRandom:
 	default:
 		return nil, fmt.Errorf("%w: target mode %q (want echo, sink or source)", ErrInvalidConfig, cfg.Mode)
 	}
@@ -129,6 +136,13 @@ func (t *Target) serve(c net.Conn) {
 	}()
 	buf := make([]byte, 32<<10)
 	switch t.mode {
+	case TargetRandom:
+		var req [8]byte
+		if _, err := io.ReadFull(c, req[:]); err != nil {
+			return
+		}
+		n, _ := io.CopyN(c, randomStream(), int64(binary.BigEndian.Uint64(req[:])))
+		t.out.Add(n)
 	case TargetSource:
 		for i := range buf {
 			buf[i] = byte(i)

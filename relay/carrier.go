@@ -75,6 +75,7 @@ type carrier struct {
 	r    *Relay
 	conn net.Conn
 	addr netip.Addr // client_ip from the URL, zero if unknown
+	peer netip.Addr // the proxy's budget key (see admission.go)
 
 	// Owned by the reader goroutine.
 	hdr           [turbotunnel.TokenLen + 8]byte
@@ -83,6 +84,7 @@ type carrier struct {
 	id            turbotunnel.ClientID
 	idAddr        net.Addr // id.Addr(), made once: passing it and its String allocate nothing
 	shard         *shard
+	client        *clientState // the ClientID's state, attached while the carrier runs
 	writerStarted bool
 	stopWriter    chan struct{} // closed by the reader when it ends
 	writerDone    chan struct{} // closed by the writer
@@ -102,7 +104,8 @@ func (c *carrier) serve() {
 	c.r.stats.connsTotal.Add(1)
 	c.r.stats.connsActive.Add(1)
 	defer c.r.stats.connsActive.Add(-1)
-	hasSession := c.r.attachClient(c.id, c.addr)
+	var hasSession bool
+	c.client, hasSession = c.r.attachClient(c.id, c.addr)
 	defer c.r.detachClient(c.id)
 	c.shard = c.r.shardFor(c.id)
 	c.stopWriter = make(chan struct{})
@@ -115,14 +118,14 @@ func (c *carrier) serve() {
 	if c.writerStarted {
 		<-c.writerDone
 	}
-	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) { // readLoop always ends with an error
+	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && err != errSessionRefused { // readLoop always ends with an error
 		c.r.log.Debug("carrier ended", "error", err)
 	}
 }
 
-// handshake reads the token and the ClientID within HandshakeTimeout.
+// handshake reads the token and the ClientID within TokenTimeout.
 func (c *carrier) handshake() bool {
-	if err := c.conn.SetReadDeadline(time.Now().Add(c.r.cfg.HandshakeTimeout)); err != nil {
+	if err := c.conn.SetReadDeadline(time.Now().Add(c.r.cfg.TokenTimeout)); err != nil {
 		return false
 	}
 	// Read the token first, so that a wrong one is refused at once.
@@ -189,6 +192,9 @@ func (c *carrier) readLoop() error {
 		if errors.Is(err, io.ErrShortBuffer) {
 			// Oversize packet: keep its head, as Snowflake does.
 			n, err = len(*bp), nil
+		}
+		if err == nil && !c.client.admitted.Load() && !c.r.admitSession(c, (*bp)[:n]) {
+			err = errSessionRefused
 		}
 		if err != nil {
 			c.r.pools.packets.Put(bp)

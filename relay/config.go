@@ -20,9 +20,15 @@ type DialFunc func(ctx context.Context, client netip.Addr) (net.Conn, error)
 // Defaults used when the corresponding Config field is zero.
 const (
 	DefaultListenAddr         = "127.0.0.1:8000"
-	DefaultHandshakeTimeout   = 30 * time.Second
+	DefaultHandshakeTimeout   = 10 * time.Second
+	DefaultTokenTimeout       = 5 * time.Second
 	DefaultCarrierIdleTimeout = 2 * time.Minute
 	DefaultMaxConns           = 100000
+	DefaultMaxSessions        = 20000
+	DefaultMaxCarriersPerAddr = 1000
+	DefaultNewSessionRate     = 5.0
+	DefaultNewSessionBurst    = 50
+	DefaultSessionOpenTimeout = 5 * time.Second
 	DefaultDialTimeout        = 10 * time.Second
 	DefaultShutdownTimeout    = 5 * time.Second
 	// DefaultClientTimeout is how long a ClientID's outgoing packet queue
@@ -84,9 +90,39 @@ type Config struct {
 	// request beyond it gets 503. Default DefaultMaxConns; negative means
 	// no limit.
 	MaxConns int
-	// HandshakeTimeout bounds the HTTP request and the token and ClientID
-	// that follow the upgrade. Default DefaultHandshakeTimeout.
+	// HandshakeTimeout bounds the TLS handshake and the HTTP upgrade
+	// request (Serve's header and read timeouts). Default
+	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// TokenTimeout bounds the token and ClientID that follow the upgrade.
+	// Default DefaultTokenTimeout.
+	TokenTimeout time.Duration
+
+	// TrustedProxies lists reverse proxies or CDNs in front of the relay
+	// whose Forwarded and X-Forwarded-For headers are believed: the
+	// per-address limits then key on the forwarded address. From any
+	// other peer the headers are ignored and the TCP peer is the key. As
+	// the broker's -trusted-proxies.
+	TrustedProxies []netip.Prefix
+	// MaxCarriersPerAddr caps concurrent connections from one peer address
+	// (an IPv6 /64); beyond it a connection is closed, or an upgrade
+	// request gets 503. A proxy holds one carrier per client it serves.
+	// Default DefaultMaxCarriersPerAddr; negative means no limit.
+	MaxCarriersPerAddr int
+	// NewSessionRate and NewSessionBurst are the token bucket of new KCP
+	// sessions per peer address: a carrier whose first packet would start
+	// a session beyond it is closed. Defaults DefaultNewSessionRate (per
+	// second) and DefaultNewSessionBurst; a negative rate means no limit.
+	NewSessionRate  float64
+	NewSessionBurst int
+	// MaxSessions caps live KCP sessions; a carrier whose first packet
+	// would start one more is closed. Default DefaultMaxSessions;
+	// negative means no limit.
+	MaxSessions int
+	// SessionOpenTimeout closes a session that has opened no stream and
+	// has no carrier after this long (with a carrier, after six times
+	// this). Default DefaultSessionOpenTimeout.
+	SessionOpenTimeout time.Duration
 	// CarrierIdleTimeout closes a carrier that has received nothing for
 	// this long (Snowflake clients send smux keepalives every 10 s).
 	// Default DefaultCarrierIdleTimeout.
@@ -124,6 +160,30 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.HandshakeTimeout == 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
+	if cfg.TokenTimeout == 0 {
+		cfg.TokenTimeout = DefaultTokenTimeout
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxCarriersPerAddr == 0 {
+		cfg.MaxCarriersPerAddr = DefaultMaxCarriersPerAddr
+	}
+	if cfg.NewSessionRate == 0 {
+		cfg.NewSessionRate = DefaultNewSessionRate
+	}
+	if cfg.NewSessionBurst == 0 {
+		cfg.NewSessionBurst = DefaultNewSessionBurst
+	}
+	if cfg.SessionOpenTimeout == 0 {
+		cfg.SessionOpenTimeout = DefaultSessionOpenTimeout
+	}
+	cfg.TrustedProxies = append([]netip.Prefix(nil), cfg.TrustedProxies...)
+	for _, p := range cfg.TrustedProxies {
+		if !p.IsValid() {
+			return cfg, fmt.Errorf("%w: invalid trusted proxy prefix", ErrInvalidConfig)
+		}
+	}
 	if cfg.CarrierIdleTimeout == 0 {
 		cfg.CarrierIdleTimeout = DefaultCarrierIdleTimeout
 	}
@@ -143,8 +203,10 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.NumTurbotunnel < 0 || cfg.NumTurbotunnel > 1024:
 		return cfg, fmt.Errorf("%w: NumTurbotunnel %d out of range 1..1024", ErrInvalidConfig, cfg.NumTurbotunnel)
 	case cfg.DialTimeout < 0, cfg.HandshakeTimeout < 0, cfg.CarrierIdleTimeout < 0,
-		cfg.ClientTimeout < 0, cfg.ShutdownTimeout < 0:
+		cfg.ClientTimeout < 0, cfg.ShutdownTimeout < 0, cfg.TokenTimeout < 0, cfg.SessionOpenTimeout < 0:
 		return cfg, fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
+	case cfg.NewSessionBurst < 0:
+		return cfg, fmt.Errorf("%w: negative NewSessionBurst", ErrInvalidConfig)
 	case cfg.Path != "" && cfg.Path[0] != '/':
 		return cfg, fmt.Errorf("%w: Path %q does not start with /", ErrInvalidConfig, cfg.Path)
 	}
@@ -184,4 +246,15 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Dial = TCPDialer(cfg.ForwardAddr)
 	}
 	return cfg, nil
+}
+
+// trusts reports whether a is one of the trusted proxies.
+func (cfg *Config) trusts(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

@@ -20,9 +20,20 @@ var failReasons = [...]string{failUpgrade, failEOF, failBadToken, failTimeout, f
 
 // Rejection reasons (requests refused before any upgrade).
 const (
-	rejectPath  = "path"  // URL path other than Config.Path
-	rejectLimit = "limit" // MaxConns reached
+	rejectPath  = "path"       // URL path other than Config.Path
+	rejectLimit = "limit"      // MaxConns reached
+	rejectAddr  = "addr_limit" // MaxCarriersPerAddr reached (503, or a close at accept)
 )
+
+// Reasons a carrier's first packet may not start a session (the carrier is
+// closed), the only values of the "reason" label of sessions_refused_total.
+const (
+	refuseMalformed = "malformed"   // not a KCP packet that opens a Snowflake session
+	refuseAddr      = "addr_budget" // NewSessionRate of the peer address spent
+	refuseGlobal    = "global_cap"  // MaxSessions reached
+)
+
+var refuseReasons = [...]string{refuseMalformed, refuseAddr, refuseGlobal}
 
 // counters are the relay's statistics, updated with atomics on the data
 // path and exported through the Relay's own Prometheus registry.
@@ -41,6 +52,19 @@ type counters struct {
 	handshakeFail  [len(failReasons)]atomic.Uint64
 	rejectedPath   atomic.Uint64
 	rejectedLimit  atomic.Uint64
+	rejectedAddr   atomic.Uint64
+	refused        [len(refuseReasons)]atomic.Uint64
+	// sessionsReclaimed counts sessions closed for opening no stream.
+	sessionsReclaimed atomic.Uint64
+}
+
+func (c *counters) refuse(reason string) {
+	for i, r := range refuseReasons {
+		if r == reason {
+			c.refused[i].Add(1)
+			return
+		}
+	}
 }
 
 func (c *counters) fail(reason string) {
@@ -64,6 +88,14 @@ type Stats struct {
 	// "upgrade", "eof", "bad_token", "timeout", "error".
 	HandshakeFailures           map[string]uint64
 	RejectedPath, RejectedLimit uint64
+	// RejectedAddr counts connections refused by MaxCarriersPerAddr.
+	RejectedAddr uint64
+	// SessionsRefused counts carriers closed because their first packet
+	// could not start a session, by reason: "malformed", "addr_budget",
+	// "global_cap".
+	SessionsRefused map[string]uint64
+	// SessionsReclaimed counts sessions closed for opening no stream.
+	SessionsReclaimed uint64
 	// QueueDrops counts packets dropped because a turbotunnel queue was
 	// full.
 	QueueDrops uint64
@@ -94,6 +126,7 @@ func newRegistry(c *counters, drops func() float64) *prometheus.Registry {
 		counter("streams_total", "smux streams accepted.", u(&c.streamsTotal)),
 		gauge("streams", "Open smux streams.", i(&c.streamsActive)),
 		counter("dial_failures_total", "Streams whose target could not be reached.", u(&c.dialFailures)),
+		counter("sessions_reclaimed_total", "KCP sessions closed because they opened no stream in time.", u(&c.sessionsReclaimed)),
 		counter("queue_drops_total", "Packets dropped because a turbotunnel queue was full.", drops),
 	)
 	for _, d := range []struct {
@@ -126,12 +159,19 @@ func newRegistry(c *counters, drops func() float64) *prometheus.Registry {
 	for _, r := range []struct {
 		reason string
 		a      *atomic.Uint64
-	}{{rejectPath, &c.rejectedPath}, {rejectLimit, &c.rejectedLimit}} {
+	}{{rejectPath, &c.rejectedPath}, {rejectLimit, &c.rejectedLimit}, {rejectAddr, &c.rejectedAddr}} {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: ns, Name: "rejected_requests_total",
-			Help:        "HTTP requests refused before the upgrade, by reason.",
+			Help:        "Connections or HTTP requests refused before the upgrade, by reason.",
 			ConstLabels: prometheus.Labels{"reason": r.reason},
 		}, u(r.a)))
+	}
+	for idx, reason := range refuseReasons {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: ns, Name: "sessions_refused_total",
+			Help:        "Carriers closed because their first packet could not start a KCP session, by reason.",
+			ConstLabels: prometheus.Labels{"reason": reason},
+		}, u(&c.refused[idx])))
 	}
 	return reg
 }

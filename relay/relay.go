@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -34,6 +35,8 @@ type Relay struct {
 	pools    *bufferPools
 	registry *prometheus.Registry
 	backends *backendPool // nil without Config.Backends
+	adm      *admission   // per-peer budgets of the handler (forwarded addresses from trusted proxies)
+	conns    *admission   // per-peer connection counts of Serve's listener (TCP peers)
 
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -52,6 +55,10 @@ type clientState struct {
 	addr     netip.Addr // the client's IP as the latest carrier reported it
 	carriers int        // open carriers with this ClientID
 	sessions int        // live KCP sessions with this ClientID (0 or 1)
+	// admitted is set when a packet of this ClientID was allowed to start
+	// a session, and cleared when the session ends: until then, the
+	// carriers' packets go through admitSession.
+	admitted atomic.Bool
 }
 
 // New returns a Relay configured by cfg (see Config for defaults). It
@@ -70,6 +77,8 @@ func New(cfg Config) (*Relay, error) {
 		clients:  make(map[turbotunnel.ClientID]*clientState),
 		carriers: make(map[*carrier]struct{}),
 		sessions: make(map[*session]struct{}),
+		adm:      newAdmission(cfg),
+		conns:    newAdmission(Config{MaxCarriersPerAddr: cfg.MaxCarriersPerAddr}),
 	}
 	r.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.HandshakeTimeout,
@@ -125,7 +134,12 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		http.NotFound(w, req)
 		return
 	}
+	peer, ok := r.admitPeer(w, req)
+	if !ok {
+		return
+	}
 	if !r.reserveConn() {
+		r.adm.removeCarrier(peer)
 		r.stats.rejectedLimit.Add(1)
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return
@@ -134,14 +148,17 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	if err != nil {
 		// gorilla has already answered (400, 405, 403...).
 		r.releaseConn()
+		r.adm.removeCarrier(peer)
 		r.stats.fail(failUpgrade)
 		r.log.Debug("websocket upgrade failed", "error", err)
 		return
 	}
 	c := newCarrier(r, websocketconn.New(ws), parseClientIP(req.URL.Query().Get("client_ip")))
+	c.peer = peer
 	if !r.addCarrier(c) {
 		c.conn.Close()
 		r.releaseConn()
+		r.adm.removeCarrier(peer)
 		return
 	}
 	// Serve the carrier in a goroutine of its own and return: the HTTP
@@ -150,6 +167,7 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	go func() {
 		defer r.wg.Done()
 		defer r.releaseConn()
+		defer r.adm.removeCarrier(peer)
 		defer r.removeCarrier(c)
 		c.serve()
 	}()
@@ -194,12 +212,12 @@ func (r *Relay) removeCarrier(c *carrier) {
 }
 
 // attachClient records that a carrier for id (from client address addr) has
-// completed its handshake, and reports whether id already has a live
-// session.
-func (r *Relay) attachClient(id turbotunnel.ClientID, addr netip.Addr) (hasSession bool) {
+// completed its handshake, and returns id's state (valid until
+// detachClient) and whether id already has a live session.
+func (r *Relay) attachClient(id turbotunnel.ClientID, addr netip.Addr) (st *clientState, hasSession bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := r.clients[id]
+	st = r.clients[id]
 	if st == nil {
 		st = &clientState{}
 		r.clients[id] = st
@@ -208,7 +226,7 @@ func (r *Relay) attachClient(id turbotunnel.ClientID, addr netip.Addr) (hasSessi
 	if addr.IsValid() {
 		st.addr = addr
 	}
-	return st.sessions > 0
+	return st, st.sessions > 0
 }
 
 func (r *Relay) detachClient(id turbotunnel.ClientID) {
@@ -242,6 +260,7 @@ func (r *Relay) startSession(s *session) (netip.Addr, bool) {
 		r.clients[s.id] = st
 	}
 	st.sessions++
+	st.admitted.Store(true)
 	return st.addr, true
 }
 
@@ -249,11 +268,19 @@ func (r *Relay) endSession(s *session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.sessions, s)
-	if st := r.clients[s.id]; st != nil {
+	st := r.clients[s.id]
+	if st != nil {
 		st.sessions--
+		// A new session needs a new admission.
+		st.admitted.Store(false)
 		if st.carriers <= 0 && st.sessions <= 0 {
 			delete(r.clients, s.id)
 		}
+	}
+	if st == nil || st.carriers <= 0 {
+		// Nothing will take what the ended session left queued for the
+		// client: free it now rather than after ClientTimeout.
+		r.shardFor(s.id).pconn.Forget(s.id.Addr())
 	}
 }
 
@@ -273,6 +300,7 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		ErrorLog:     slog.NewLogLogger(r.log.Handler(), slog.LevelDebug),
 	}
+	ln = limitListener{Listener: ln, r: r}
 	if r.cfg.TLSConfig != nil {
 		tc := r.cfg.TLSConfig.Clone()
 		if len(tc.NextProtos) == 0 {
@@ -408,6 +436,9 @@ func (r *Relay) Stats() Stats {
 		HandshakeFailures: make(map[string]uint64, len(failReasons)),
 		RejectedPath:      c.rejectedPath.Load(),
 		RejectedLimit:     c.rejectedLimit.Load(),
+		RejectedAddr:      c.rejectedAddr.Load(),
+		SessionsRefused:   make(map[string]uint64, len(refuseReasons)),
+		SessionsReclaimed: c.sessionsReclaimed.Load(),
 		QueueDrops:        r.queueDrops(),
 	}
 	for i, reason := range failReasons {
@@ -415,6 +446,9 @@ func (r *Relay) Stats() Stats {
 	}
 	if r.backends != nil {
 		s.Backends = r.backends.stats()
+	}
+	for i, reason := range refuseReasons {
+		s.SessionsRefused[reason] = c.refused[i].Load()
 	}
 	return s
 }

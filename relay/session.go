@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	kcp "github.com/xtaci/kcp-go/v5"
 	"github.com/xtaci/smux"
@@ -72,6 +74,12 @@ func (s *shard) acceptLoop(r *Relay) {
 		conn.SetStreamMode(true)
 		conn.SetWindowSize(kcpWindow, kcpWindow)
 		conn.SetNoDelay(0, 0, 0, 1)
+		if !r.sessionRoom() {
+			// Admitted carriers raced past the cap.
+			r.stats.refuse(refuseGlobal)
+			conn.Close()
+			continue
+		}
 		sess := &session{id: id, kcp: conn}
 		addr, ok := r.startSession(sess)
 		if !ok {
@@ -92,15 +100,21 @@ type session struct {
 	id  turbotunnel.ClientID
 	kcp *kcp.UDPSession
 
-	mu   sync.Mutex
-	smux *smux.Session // guarded by mu; nil until started
-	done bool          // guarded by mu
+	opened atomic.Bool // a stream was accepted
+
+	mu      sync.Mutex
+	smux    *smux.Session // guarded by mu; nil until started
+	done    bool          // guarded by mu
+	reclaim *time.Timer   // guarded by mu; see armReclaim
 }
 
 func (s *session) close() {
 	s.mu.Lock()
 	s.done = true
 	m := s.smux
+	if s.reclaim != nil {
+		s.reclaim.Stop()
+	}
 	s.mu.Unlock()
 	if m != nil {
 		m.Close()
@@ -132,12 +146,20 @@ func (s *session) serve(r *Relay, addr netip.Addr) {
 	s.smux = m
 	s.mu.Unlock()
 	defer m.Close()
+	r.armReclaim(s)
+	defer func() {
+		s.mu.Lock()
+		s.done = true
+		s.reclaim.Stop()
+		s.mu.Unlock()
+	}()
 
 	for {
 		stream, err := m.AcceptStream()
 		if err != nil {
 			return
 		}
+		s.opened.Store(true)
 		r.stats.streamsTotal.Add(1)
 		r.wg.Add(1)
 		go func() {

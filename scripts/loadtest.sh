@@ -41,7 +41,7 @@ wait_port "$BROKER_ADDR"
 kill "$broker"
 
 echo "== relay: memory per idle carrier at 1000, 5000, 10000; throughput with 4 carriers"
-"$BIN/flurry-relay" -disable-tls -addr "$RELAY_ADDR" -forward "$TARGET_ADDR" 2>"$OUT/relay.log" &
+"$BIN/flurry-relay" -disable-tls -addr "$RELAY_ADDR" -forward "$TARGET_ADDR" -max-carriers-per-addr -1 2>"$OUT/relay.log" &
 relay=$!; pids+=("$relay")
 wait_port "$RELAY_ADDR"
 "$BIN/flurry-loadgen" relay -url "ws://$RELAY_ADDR/" -pid "$relay" -carriers 1000,5000,10000 \

@@ -332,6 +332,31 @@ func (c *QueuePacketConn) expireLoop() {
 	}
 }
 
+// Forget closes and forgets addr's outgoing queue at once, giving the
+// packets still in it back to the pool, as if it had expired: for a client
+// the caller knows is gone (its session ended and no carrier serves it), so
+// that the queue does not wait out the timeout.
+func (c *QueuePacketConn) Forget(addr net.Addr) {
+	if !usableAddr(addr) {
+		return
+	}
+	c.mu.Lock()
+	q := c.clients[addr]
+	if q == nil {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.clients, addr)
+	close(q.queue)
+	c.mu.Unlock()
+	// No sender holds a closed queue (senders hold c.mu), and a consumer
+	// that still holds the channel may race us for the packets; either
+	// way each goes back to the pool once.
+	for p := range q.queue {
+		c.pool.put(p)
+	}
+}
+
 // expire closes and forgets the queues idle for at least the timeout.
 func (c *QueuePacketConn) expire() {
 	now := c.now()

@@ -564,3 +564,25 @@ func BenchmarkSendQueue(b *testing.B) {
 		}
 	})
 }
+
+func TestForget(t *testing.T) {
+	c := NewQueuePacketConn(NewClientID(), time.Hour, 0)
+	defer c.Close()
+	id := NewClientID()
+	old := c.OutgoingQueue(id.Addr())
+	if _, err := c.WriteTo([]byte("queued"), id.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	c.Forget(id.Addr())
+	if _, ok := <-old; ok {
+		t.Error("forgotten queue still open or still holds a packet")
+	}
+	// The client may come back: it gets a new, empty queue.
+	if _, err := c.WriteTo([]byte("new"), id.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-c.OutgoingQueue(id.Addr()); string(p) != "new" {
+		t.Errorf("new queue gave %q", p)
+	}
+	c.Forget(NewClientID().Addr()) // unknown: nothing happens
+}

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -29,6 +28,7 @@ import (
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/common/geoip"
 	"github.com/flurrypt/flurry/common/safelog"
+	"github.com/flurrypt/flurry/internal/clientaddr"
 )
 
 // Server limits. The read and write timeouts must exceed the longest a
@@ -209,27 +209,6 @@ func (o *options) tlsMode() (tlsMode, error) {
 	return 0, errors.New("one of -acme-hostnames, -cert and -key, or -disable-tls is required")
 }
 
-// parsePrefixes parses a comma-separated list of CIDRs or bare addresses.
-func parsePrefixes(flagName, s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for f := range strings.SplitSeq(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		if p, err := netip.ParsePrefix(f); err == nil {
-			out = append(out, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(f)
-		if err != nil {
-			return nil, fmt.Errorf("-%s: %q is neither a CIDR nor an address", flagName, f)
-		}
-		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-	}
-	return out, nil
-}
-
 // penaltyConfig maps -unanswered-penalty to Config.UnansweredPenalty, where
 // zero means the default: 0 (or less) disables the penalty.
 func penaltyConfig(d time.Duration) time.Duration {
@@ -264,11 +243,11 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
-	exempt, err := parsePrefixes("rate-limit-exempt", o.rateLimitExempt)
+	exempt, err := clientaddr.ParsePrefixes("rate-limit-exempt", o.rateLimitExempt)
 	if err != nil {
 		return err
 	}
-	trusted, err := parsePrefixes("trusted-proxies", o.trustedProxies)
+	trusted, err := clientaddr.ParsePrefixes("trusted-proxies", o.trustedProxies)
 	if err != nil {
 		return err
 	}

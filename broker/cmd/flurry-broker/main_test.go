@@ -48,25 +48,6 @@ func TestTLSModeFlags(t *testing.T) {
 	}
 }
 
-func TestParsePrefixes(t *testing.T) {
-	got, err := parsePrefixes("x", " 10.0.0.0/8, 192.0.2.7,2001:db8::/32 ,::ffff:198.51.100.1,")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"10.0.0.0/8", "192.0.2.7/32", "2001:db8::/32", "198.51.100.1/32"}
-	if len(got) != len(want) {
-		t.Fatalf("got %v", got)
-	}
-	for i := range want {
-		if got[i].String() != want[i] {
-			t.Errorf("prefix %d = %s, want %s", i, got[i], want[i])
-		}
-	}
-	if _, err := parsePrefixes("x", "10.0.0.0/33"); err == nil {
-		t.Error("bad CIDR accepted")
-	}
-}
-
 func TestLoggerScrubs(t *testing.T) {
 	var buf bytes.Buffer
 	log, err := newLogger(&buf, "info", false)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/flurrypt/flurry/loadgen"
 )
@@ -23,6 +24,9 @@ var attackModes = []struct {
 		func(fs *flag.FlagSet, c *common) runFunc { return brokerAttackFlags(fs, c, loadgen.AttackJunkOffers) }},
 	{loadgen.AttackAMPFlood, "GET /amp/client/ with valid offers from one address (pool draining), beside honest clients and proxies",
 		func(fs *flag.FlagSet, c *common) runFunc { return brokerAttackFlags(fs, c, loadgen.AttackAMPFlood) }},
+	{"relay-sessions", "one-packet WebSocket connections (token, random ClientID, one KCP packet, close) against a relay", relaySessionsFlags},
+	{"carrier-hold", "many carriers from one address held open against a relay", carrierHoldFlags},
+	{"slowloris", "connections that send an HTTP request one byte at a time, against any server URL", slowlorisFlags},
 }
 
 // attackUsage lists the attack modes.
@@ -30,9 +34,9 @@ func attackUsage() string {
 	var b strings.Builder
 	b.WriteString("usage: flurry-loadgen attack <mode> [flags]\n\nattack modes:\n")
 	for _, m := range attackModes {
-		fmt.Fprintf(&b, "  %-12s %s\n", m.name, m.help)
+		fmt.Fprintf(&b, "  %-15s %s\n", m.name, m.help)
 	}
-	b.WriteString("\nRun \"flurry-loadgen attack <mode> -h\" for the flags of a mode.\n")
+	b.WriteString("\nEvery attack is bounded in count and time and prints its figures.\nRun \"flurry-loadgen attack <mode> -h\" for the flags of a mode.\n")
 	return b.String()
 }
 
@@ -46,7 +50,7 @@ func attackFlags(fs *flag.FlagSet, c *common, args []string, stderr io.Writer) (
 				return m.flags(fs, c), args[1:], m.name, true
 			}
 		}
-		fmt.Fprintf(stderr, "unknown attack mode %q\n\n", args[0])
+		fmt.Fprintf(stderr, "unknown attack %q\n\n", args[0])
 	}
 	fmt.Fprint(stderr, attackUsage())
 	return nil, nil, "", false
@@ -70,5 +74,71 @@ func brokerAttackFlags(fs *flag.FlagSet, _ *common, attack string) runFunc {
 		r, err := loadgen.RunBrokerAttack(ctx, cfg)
 		res.BrokerAttack = &r
 		return err
+	}
+}
+
+// attackResult records a relay or slowloris attack's result in res.
+func attackResult(res *loadgen.Result, r loadgen.AttackResult, err error) error {
+	if r.Attack != "" {
+		res.Attack = &r
+	}
+	return err
+}
+
+func relaySessionsFlags(fs *flag.FlagSet, c *common) runFunc {
+	var cfg loadgen.SessionFloodConfig
+	fs.StringVar(&cfg.URL, "url", "ws://127.0.0.1:8000/", "relay WebSocket URL (ws:// or wss://)")
+	fs.IntVar(&cfg.Conns, "conns", loadgen.DefaultAttackConns, "one-packet connections to make")
+	fs.IntVar(&cfg.Concurrency, "concurrency", loadgen.DefaultFloodConcurrency, "connections in flight")
+	fs.StringVar(&cfg.Packet, "packet", loadgen.PacketHeader, "first packet: header (24-byte KCP header), nop (a valid first packet that opens no stream) or syn (opens a stream)")
+	fs.StringVar(&cfg.Source, "source", "", "local IP address to attack from (e.g. 127.0.0.2)")
+	fs.IntVar(&cfg.PID, "pid", 0, "the relay's process ID, for its RSS (Linux /proc)")
+	fs.DurationVar(&cfg.WatchAfter, "watch-after", loadgen.DefaultAttackWatchAfter, "with -pid: keep sampling the relay's RSS this long after the flood")
+	fs.Int64Var(&cfg.HonestBytes, "honest-bytes", 0, "an honest client downloads this many bytes through the relay during the flood and checks their SHA-256 (the relay must forward to a flurry-loadgen target -mode random)")
+	fs.StringVar(&cfg.HonestSource, "honest-source", "127.0.0.1", "local IP address of the honest client")
+	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", loadgen.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
+	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+		cfg.Insecure, cfg.AllowNonLoopback = c.insecure, c.allowNonLoopback
+		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
+		r, err := loadgen.RunSessionFlood(ctx, cfg)
+		return attackResult(res, r, err)
+	}
+}
+
+func carrierHoldFlags(fs *flag.FlagSet, c *common) runFunc {
+	var cfg loadgen.CarrierHoldConfig
+	fs.StringVar(&cfg.URL, "url", "ws://127.0.0.1:8000/", "relay WebSocket URL (ws:// or wss://)")
+	fs.IntVar(&cfg.Carriers, "carriers", loadgen.DefaultHoldCarriers, "carriers to open and hold")
+	fs.IntVar(&cfg.Concurrency, "concurrency", loadgen.DefaultFloodConcurrency, "handshakes in flight")
+	fs.StringVar(&cfg.Packet, "packet", "", "first packet after the ClientID: none (default), header, nop or syn")
+	fs.DurationVar(&cfg.Hold, "hold", loadgen.DefaultHoldDuration, "how long to hold the carriers")
+	fs.DurationVar(&cfg.KeepAlive, "keepalive", 20*time.Second, "send a padding chunk on every carrier this often (0: never)")
+	fs.StringVar(&cfg.Source, "source", "", "local IP address to attack from (e.g. 127.0.0.2)")
+	fs.IntVar(&cfg.PID, "pid", 0, "the relay's process ID, for its RSS (Linux /proc)")
+	fs.DurationVar(&cfg.WatchAfter, "watch-after", loadgen.DefaultAttackWatchAfter, "with -pid: keep sampling the relay's RSS this long after the carriers are released")
+	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", loadgen.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
+	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+		cfg.Insecure, cfg.AllowNonLoopback = c.insecure, c.allowNonLoopback
+		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
+		r, err := loadgen.RunCarrierHold(ctx, cfg)
+		return attackResult(res, r, err)
+	}
+}
+
+func slowlorisFlags(fs *flag.FlagSet, c *common) runFunc {
+	var cfg loadgen.SlowlorisConfig
+	fs.StringVar(&cfg.URL, "url", "ws://127.0.0.1:8000/", "server URL: http, https, ws or wss (relay, broker, natprobe...)")
+	fs.IntVar(&cfg.Conns, "conns", loadgen.DefaultSlowlorisConns, "connections to open and keep")
+	fs.IntVar(&cfg.Concurrency, "concurrency", loadgen.DefaultFloodConcurrency, "connection attempts in flight")
+	fs.DurationVar(&cfg.Interval, "interval", loadgen.DefaultSlowlorisInterval, "time between two header bytes on a connection")
+	fs.DurationVar(&cfg.Duration, "duration", loadgen.DefaultSlowlorisDuration, "how long the attack lasts")
+	fs.StringVar(&cfg.Source, "source", "", "local IP address to attack from (e.g. 127.0.0.2)")
+	fs.IntVar(&cfg.PID, "pid", 0, "the server's process ID, for its RSS (Linux /proc)")
+	fs.DurationVar(&cfg.WatchAfter, "watch-after", loadgen.DefaultAttackWatchAfter, "with -pid: keep sampling the server's RSS this long after the attack")
+	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+		cfg.Insecure, cfg.AllowNonLoopback = c.insecure, c.allowNonLoopback
+		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
+		r, err := loadgen.RunSlowloris(ctx, cfg)
+		return attackResult(res, r, err)
 	}
 }

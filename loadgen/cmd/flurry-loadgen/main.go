@@ -26,8 +26,8 @@ modes:
   broker   simulated proxies and clients against a broker (/proxy, /client, /answer)
   relay    idle WebSocket carriers (memory per carrier) and KCP+smux throughput through a relay
   chain    throughput and time to first byte through a SOCKS5 proxy (a running chain)
-  target   a TCP echo, sink or source on loopback, to be a relay's -forward target
-  attack   an attack on a broker or relay beside honest load ("flurry-loadgen attack" lists them)
+  target   a TCP echo, sink, source or random source on loopback, to be a relay's -forward target
+  attack   an attack on a broker, relay or any server, beside honest load where it applies ("flurry-loadgen attack" lists them)
 
 Every target must be a loopback address unless -allow-non-loopback is given.
 Every run stops by itself (durations and counts; -max-time bounds the whole run).
@@ -122,6 +122,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "target":
 		runFn = targetFlags(fs, &c, stdout)
 	case "attack":
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Fprint(stderr, attackUsage())
+			return 0
+		}
 		var name string
 		var ok bool
 		if runFn, args, name, ok = attackFlags(fs, &c, args, stderr); !ok {
@@ -154,7 +158,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		res.Error = err.Error()
 	}
-	if res.Broker != nil || res.RelayIdle != nil || res.RelayThroughput != nil || res.Chain != nil || res.BrokerAttack != nil {
+	if res.Broker != nil || res.RelayIdle != nil || res.RelayThroughput != nil || res.Chain != nil || res.BrokerAttack != nil || res.Attack != nil {
 		if werr := res.WriteTable(stdout); werr != nil && err == nil {
 			err = werr
 		}
@@ -363,7 +367,7 @@ func targetFlags(fs *flag.FlagSet, c *common, stdout io.Writer) func(context.Con
 		duration time.Duration
 	)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:9000", "listen address")
-	fs.StringVar(&cfg.Mode, "mode", loadgen.TargetEcho, "echo, sink or source")
+	fs.StringVar(&cfg.Mode, "mode", loadgen.TargetEcho, "echo, sink, source or random (a fixed pseudo-random stream, for attack relay-sessions -honest-bytes)")
 	fs.DurationVar(&duration, "duration", 10*time.Minute, "serve this long, then exit")
 	return func(ctx context.Context, _ *loadgen.Result, _ io.Writer) error {
 		cfg.AllowNonLoopback = c.allowNonLoopback

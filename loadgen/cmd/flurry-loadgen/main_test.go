@@ -31,6 +31,14 @@ func TestUsage(t *testing.T) {
 		{[]string{"chain", "-socks", "192.0.2.1:1080"}, 2, "not a loopback address"},
 		{[]string{"target", "-addr", "0.0.0.0:9000"}, 2, "not a loopback address"},
 		{[]string{"broker", "extra"}, 2, "unexpected arguments"},
+		{[]string{"attack"}, 2, "usage: flurry-loadgen attack"},
+		{[]string{"attack", "-h"}, 0, "relay-sessions"},
+		{[]string{"attack", "nuke"}, 2, `unknown attack "nuke"`},
+		{[]string{"attack", "relay-sessions", "-h"}, 0, "-honest-bytes"},
+		{[]string{"attack", "relay-sessions", "-url", "ws://192.0.2.1/"}, 2, "not a loopback address"},
+		{[]string{"attack", "relay-sessions", "-packet", "x"}, 2, "want header, nop or syn"},
+		{[]string{"attack", "carrier-hold", "-source", "192.0.2.1"}, 2, "not a loopback address"},
+		{[]string{"attack", "slowloris", "-url", "ftp://127.0.0.1/"}, 2, "want http|https|ws|wss"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

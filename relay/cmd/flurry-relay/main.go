@@ -30,6 +30,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/safelog"
 	"github.com/flurrypt/flurry/common/version"
+	"github.com/flurrypt/flurry/internal/clientaddr"
 	"github.com/flurrypt/flurry/relay"
 )
 
@@ -44,7 +45,12 @@ type flags struct {
 	disableTLS                                    bool
 	metricsAddr                                   string
 	numTurbotunnel, maxConns                      int
-	handshakeTimeout                              time.Duration
+	handshakeTimeout, tokenTimeout                time.Duration
+	trustedProxies                                string
+	maxSessions, maxCarriersPerAddr               int
+	newSessionRate                                float64
+	newSessionBurst                               int
+	sessionOpenTimeout                            time.Duration
 	orportSrcAddr                                 string
 	logFile                                       string
 	unsafeLogging, showVersion                    bool
@@ -95,7 +101,14 @@ Flags:
 	flag.StringVar(&f.metricsAddr, "metrics-addr", "", "address to serve Prometheus metrics on at /metrics (default: off)")
 	flag.IntVar(&f.numTurbotunnel, "num-turbotunnel", runtime.NumCPU(), "number of KCP state machines (tor's ServerTransportOptions num-turbotunnel overrides it)")
 	flag.IntVar(&f.maxConns, "max-conns", relay.DefaultMaxConns, "maximum concurrent WebSocket connections (negative: no limit)")
-	flag.DurationVar(&f.handshakeTimeout, "handshake-timeout", relay.DefaultHandshakeTimeout, "time allowed for the HTTP upgrade and for the token and ClientID after it")
+	flag.DurationVar(&f.handshakeTimeout, "handshake-timeout", relay.DefaultHandshakeTimeout, "time allowed for the TLS handshake and the HTTP upgrade request")
+	flag.DurationVar(&f.tokenTimeout, "token-timeout", relay.DefaultTokenTimeout, "time allowed for the token and ClientID after the upgrade")
+	flag.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs or addresses of reverse proxies/CDNs whose Forwarded and X-Forwarded-For headers are believed (for the per-address limits); from other peers the headers are ignored")
+	flag.IntVar(&f.maxCarriersPerAddr, "max-carriers-per-addr", relay.DefaultMaxCarriersPerAddr, "maximum concurrent connections from one proxy address (IPv6: one /64); beyond it 503 or a close (negative: no limit)")
+	flag.Float64Var(&f.newSessionRate, "new-session-rate", relay.DefaultNewSessionRate, "new KCP sessions per second one proxy address may start, sustained (negative: no limit)")
+	flag.IntVar(&f.newSessionBurst, "new-session-burst", relay.DefaultNewSessionBurst, "new KCP sessions one proxy address may start at once")
+	flag.IntVar(&f.maxSessions, "max-sessions", relay.DefaultMaxSessions, "maximum live KCP sessions (negative: no limit)")
+	flag.DurationVar(&f.sessionOpenTimeout, "session-open-timeout", relay.DefaultSessionOpenTimeout, "close a KCP session that has opened no stream and has no carrier after this long (with a carrier, after 6 times this)")
 	flag.StringVar(&f.orportSrcAddr, "orport-srcaddr", "", "managed mode: IP address or CIDR prefix to take ORPort source addresses from (tor's ServerTransportOptions orport-srcaddr overrides it)")
 	flag.StringVar(&f.logFile, "log", "", "append logs to this file (default: stderr)")
 	flag.BoolVar(&f.unsafeLogging, "unsafe-logging", false, "do not scrub IP addresses from logs")
@@ -116,6 +129,7 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
 	}
+	go returnIdleMemory(memoryCheckInterval)
 	f := parseFlags()
 	if f.showVersion {
 		fmt.Fprintf(os.Stderr, "flurry-relay %s\n", version.String())
@@ -170,9 +184,21 @@ func run(f *flags, logger *slog.Logger) error {
 		NumTurbotunnel:   f.numTurbotunnel,
 		MaxConns:         f.maxConns,
 		HandshakeTimeout: f.handshakeTimeout,
+		TokenTimeout:     f.tokenTimeout,
 		MetricsAddr:      f.metricsAddr,
 		Logger:           logger,
+
+		MaxSessions:        f.maxSessions,
+		MaxCarriersPerAddr: f.maxCarriersPerAddr,
+		NewSessionRate:     f.newSessionRate,
+		NewSessionBurst:    f.newSessionBurst,
+		SessionOpenTimeout: f.sessionOpenTimeout,
 	}
+	trusted, err := clientaddr.ParsePrefixes("trusted-proxies", f.trustedProxies)
+	if err != nil {
+		return err
+	}
+	cfg.TrustedProxies = trusted
 	if !managed {
 		cfg.Backends = f.backends
 		switch {

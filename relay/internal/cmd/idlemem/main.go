@@ -131,6 +131,7 @@ func serve(ctx context.Context, useTLS bool, in io.Reader, out io.Writer) error 
 		ForwardAddr:        "127.0.0.1:9", // never dialed: the clients open no stream
 		NumTurbotunnel:     2,
 		MaxConns:           -1,
+		MaxCarriersPerAddr: -1, // every carrier comes from loopback
 		CarrierIdleTimeout: time.Hour,
 	}
 	if useTLS {

@@ -12,6 +12,7 @@
 package clientaddr
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -119,4 +120,26 @@ func parseHostPort(s string) netip.Addr {
 		return a.Unmap()
 	}
 	return netip.Addr{}
+}
+
+// ParsePrefixes parses a comma-separated list of CIDRs or bare addresses,
+// as given to a -trusted-proxies flag (flagName names the flag in errors).
+func ParsePrefixes(flagName, s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("-%s: %q is neither a CIDR nor an address", flagName, f)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }
