@@ -40,11 +40,11 @@ const (
 
 // Defaults of the attacks.
 const (
-	DefaultAttackConns       = 100000
+	DefaultAttackConns      = 100000
 	DefaultFloodConcurrency = 64
-	DefaultAttackWatchAfter  = 60 * time.Second
-	DefaultHoldCarriers      = 2000
-	DefaultHoldDuration      = 60 * time.Second
+	DefaultAttackWatchAfter = 60 * time.Second
+	DefaultHoldCarriers     = 2000
+	DefaultHoldDuration     = 60 * time.Second
 )
 
 // SessionFloodConfig configures RunSessionFlood.
