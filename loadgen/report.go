@@ -22,6 +22,7 @@ type Result struct {
 	RelayIdle       *RelayIdleResult  `json:"relay_idle,omitempty"`
 	RelayThroughput *ThroughputResult `json:"relay_throughput,omitempty"`
 	Chain           *ChainResult      `json:"chain,omitempty"`
+	SideBySide      *SideBySideResult `json:"side_by_side,omitempty"`
 	Error           string            `json:"error,omitempty"`
 }
 

@@ -20,6 +20,9 @@ func newWebRTCAPI(s *settings) (*webrtc.API, error) {
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.SetDTLSInsecureSkipHelloVerify(true) // as Snowflake: saves a round trip
 	se.SetSCTPMaxMessageSize(uint32(s.MaxMessageSize))
+	if err := tuneDataPath(&se); err != nil {
+		return nil, err
+	}
 	if s.PortMin != 0 {
 		if err := se.SetEphemeralUDPPortRange(s.PortMin, s.PortMax); err != nil {
 			return nil, fmt.Errorf("%w: port range: %w", ErrInvalidConfig, err)

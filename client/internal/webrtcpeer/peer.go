@@ -137,8 +137,8 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
 	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	stripLocal := false
-	if cfg.Net != nil {
-		se.SetNet(cfg.Net)
+	if err := tuneDataPath(&se, cfg.Net); err != nil {
+		return nil, err
 	}
 	// No IP filter outside LoopbackOnly: pion gathers server-reflexive
 	// candidates only on the local addresses an IP filter keeps, so

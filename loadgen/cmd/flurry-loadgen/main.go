@@ -26,6 +26,8 @@ modes:
   relay    idle WebSocket carriers (memory per carrier) and KCP+smux throughput through a relay
   chain    throughput and time to first byte through a SOCKS5 proxy (a running chain)
   target   a TCP echo, sink or source on loopback, to be a relay's -forward target
+  sidebyside  starts the chains of several implementations (Flurry's, Snowflake's binaries) and
+           downloads through them in turn: MB/s, CPU per MB per process, peak RSS, pauses, UDP drops
 
 Every target must be a loopback address unless -allow-non-loopback is given.
 Every run stops by itself (durations and counts; -max-time bounds the whole run).
@@ -119,6 +121,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		runFn = chainFlags(fs, &c)
 	case "target":
 		runFn = targetFlags(fs, &c, stdout)
+	case "sidebyside":
+		runFn = sideBySideFlags(fs, &c)
 	default:
 		fmt.Fprintf(stderr, "unknown mode %q\n\n%s", mode, usage)
 		return 2
@@ -146,6 +150,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if res.Broker != nil || res.RelayIdle != nil || res.RelayThroughput != nil || res.Chain != nil {
 		if werr := res.WriteTable(stdout); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if res.SideBySide != nil {
+		if werr := loadgen.WriteSideBySideTable(stdout, *res.SideBySide); werr != nil && err == nil {
 			err = werr
 		}
 	}
