@@ -277,7 +277,6 @@ func (c *carrier) ReadPacket(p []byte) (int, error) {
 	return n, nil // a truncated packet (io.ErrShortBuffer) is KCP's to reject
 }
 
-
 func (c *carrier) Done() <-chan struct{} { return c.peer.Done() }
 
 func (c *carrier) Close() error { return c.CloseWithReason(nil) }
