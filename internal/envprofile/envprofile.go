@@ -6,21 +6,20 @@
 //	import _ "github.com/flurrypt/flurry/internal/envprofile"
 //
 // With FLURRY_PROFILE_DIR set to a directory, the process profiles its CPU
-// from start-up until SIGTERM or SIGINT (or for FLURRY_PROFILE_SECONDS, if
-// set, whichever comes first) and then writes <dir>/<binary>-<pid>.cpu.pprof
-// and, taken at the same moment, <dir>/<binary>-<pid>.allocs.pprof
-// (allocations since start-up). The signal still reaches the main's own
-// handler. Without FLURRY_PROFILE_DIR it does nothing.
+// from start-up for FLURRY_PROFILE_SECONDS (default 30; choose it so that
+// the process is still running then, as nothing is written at exit) and
+// then writes
+// <dir>/<binary>-<pid>.cpu.pprof and, taken at the same moment,
+// <dir>/<binary>-<pid>.allocs.pprof (allocations since start-up). Without
+// FLURRY_PROFILE_DIR it does nothing.
 package envprofile
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"os/signal"
 	"runtime/pprof"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -30,19 +29,18 @@ const (
 	SecondsEnv = "FLURRY_PROFILE_SECONDS"
 )
 
-// maxSeconds bounds FLURRY_PROFILE_SECONDS and is the default.
-const maxSeconds = 24 * 3600
+const defaultSeconds = 30
 
 func init() {
 	dir := os.Getenv(DirEnv)
 	if dir == "" {
 		return
 	}
-	secs := maxSeconds
+	secs := defaultSeconds
 	if s := os.Getenv(SecondsEnv); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 || n > maxSeconds {
-			fmt.Fprintf(os.Stderr, "envprofile: %s must be a number of seconds between 1 and %d\n", SecondsEnv, maxSeconds)
+		if err != nil || n <= 0 || n > 3600 {
+			fmt.Fprintf(os.Stderr, "envprofile: %s must be a number of seconds between 1 and 3600\n", SecondsEnv)
 			return
 		}
 		secs = n
@@ -53,8 +51,7 @@ func init() {
 	}
 }
 
-// start profiles the CPU for d or until SIGTERM or SIGINT, then writes
-// both profiles under base.
+// start profiles the CPU for d, then writes both profiles under base.
 func start(base string, d time.Duration) error {
 	f, err := os.Create(base + ".cpu.pprof")
 	if err != nil {
@@ -64,15 +61,8 @@ func start(base string, d time.Duration) error {
 		f.Close()
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	go func() {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-sig:
-		}
-		signal.Stop(sig)
+		time.Sleep(d)
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "envprofile:", err)
