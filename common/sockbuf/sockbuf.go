@@ -32,9 +32,39 @@ func Net(n transport.Net) (transport.Net, error) {
 		if err != nil {
 			return nil, err
 		}
-		n = std
+		n = hostNet{std}
 	}
 	return bufferedNet{n}, nil
+}
+
+// hostNet is the host's network with a fresh list of interfaces on every
+// query, as pion has when it makes a stdnet.Net per connection: a
+// long-running proxy or client must see addresses that appear later.
+// stdnet.Net's other methods keep no state.
+type hostNet struct{ *stdnet.Net }
+
+func (hostNet) Interfaces() ([]*transport.Interface, error) {
+	n, err := stdnet.NewNet()
+	if err != nil {
+		return nil, err
+	}
+	return n.Interfaces()
+}
+
+func (hostNet) InterfaceByIndex(index int) (*transport.Interface, error) {
+	n, err := stdnet.NewNet()
+	if err != nil {
+		return nil, err
+	}
+	return n.InterfaceByIndex(index)
+}
+
+func (hostNet) InterfaceByName(name string) (*transport.Interface, error) {
+	n, err := stdnet.NewNet()
+	if err != nil {
+		return nil, err
+	}
+	return n.InterfaceByName(name)
 }
 
 // bufferedNet is a transport.Net whose UDP sockets get larger buffers.

@@ -61,3 +61,31 @@ func rcvbuf(t *testing.T, c *net.UDPConn) int {
 	}
 	return size
 }
+
+// TestHostNetListsInterfaces checks that the host's network still lists
+// the loopback interface, looked up afresh.
+func TestHostNetListsInterfaces(t *testing.T) {
+	n, err := Net(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifs, err := n.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ifi := range ifs {
+		if ifi.Flags&net.FlagLoopback != 0 {
+			found = true
+			if _, err := n.InterfaceByName(ifi.Name); err != nil {
+				t.Errorf("InterfaceByName(%q): %v", ifi.Name, err)
+			}
+			if _, err := n.InterfaceByIndex(ifi.Index); err != nil {
+				t.Errorf("InterfaceByIndex(%d): %v", ifi.Index, err)
+			}
+		}
+	}
+	if !found {
+		t.Error("no loopback interface listed")
+	}
+}
