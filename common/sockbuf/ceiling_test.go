@@ -2,14 +2,12 @@ package sockbuf
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/pion/datachannel"
 	"github.com/pion/ice/v4"
-	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v4"
 )
 
@@ -79,7 +77,6 @@ func dataChannelPair(tb testing.TB, buffered bool) (send, recv datachannel.ReadW
 		se.SetIncludeLoopbackCandidate(true)
 		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 		if buffered {
-			var n transport.Net
 			n, err := Net(nil)
 			if err != nil {
 				tb.Fatal(err)
@@ -163,5 +160,3 @@ func dataChannelPair(tb testing.TB, buffered bool) (send, recv datachannel.ReadW
 	})
 	return send, recv
 }
-
-var _ io.ReadWriter = datachannel.ReadWriteCloser(nil)
