@@ -256,7 +256,7 @@ type carrier struct {
 // Snowflake's client does.
 func newCarrier(peer *webrtcpeer.Peer, id turbotunnel.ClientID) (*carrier, error) {
 	c := &carrier{peer: peer}
-	c.wbuf.Grow(encapsulation.MaxPrefixLength + multipath.BufferSize)
+	c.wbuf.Grow(multipath.MaxBatch * (encapsulation.MaxPrefixLength + multipath.BufferSize))
 	if _, err := peer.Write(turbotunnel.Token[:]); err != nil {
 		return nil, fmt.Errorf("send token: %w", err)
 	}
@@ -275,15 +275,6 @@ func (c *carrier) ReadPacket(p []byte) (int, error) {
 		return 0, err
 	}
 	return n, nil // a truncated packet (io.ErrShortBuffer) is KCP's to reject
-}
-
-func (c *carrier) WritePacket(p []byte) error {
-	c.wbuf.Reset()
-	if _, err := encapsulation.WriteData(&c.wbuf, p); err != nil {
-		return err
-	}
-	_, err := c.peer.Write(c.wbuf.Bytes())
-	return err
 }
 
 func (c *carrier) Done() <-chan struct{} { return c.peer.Done() }

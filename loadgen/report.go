@@ -25,6 +25,7 @@ type Result struct {
 	Chain           *ChainResult         `json:"chain,omitempty"`
 	BrokerAttack    *BrokerAttackResult  `json:"broker_attack,omitempty"`
 	Attack          *AttackResult        `json:"attack,omitempty"`
+	SideBySide      *SideBySideResult    `json:"side_by_side,omitempty"`
 	Error           string               `json:"error,omitempty"`
 }
 

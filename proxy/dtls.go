@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
@@ -11,6 +12,12 @@ import (
 // saves a round trip) and the covert DTLS ClientHello c. Tests that compare
 // the proxy's handshake with a browser's use it to build the same peer.
 func ConfigureDTLS(se *webrtc.SettingEngine, c covertdtls.Config) error {
+	return configureDTLS(se, c, nil)
+}
+
+// configureDTLS is ConfigureDTLS on the network n (the host's if nil),
+// which covert DTLS may wrap; it sets the SettingEngine's network.
+func configureDTLS(se *webrtc.SettingEngine, c covertdtls.Config, n transport.Net) error {
 	se.SetDTLSInsecureSkipHelloVerify(true)
-	return c.Apply(se, nil)
+	return c.Apply(se, n)
 }

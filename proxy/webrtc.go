@@ -20,7 +20,11 @@ func newWebRTCAPI(s *settings) (*webrtc.API, error) {
 	se.DetachDataChannels()
 	se.LoggerFactory = pionlog.New(s.Logger)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	if err := ConfigureDTLS(&se, s.CovertDTLS); err != nil {
+	dataNet, err := dataPathNet()
+	if err != nil {
+		return nil, err
+	}
+	if err := configureDTLS(&se, s.CovertDTLS, dataNet); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	se.SetSCTPMaxMessageSize(uint32(s.MaxMessageSize))

@@ -311,6 +311,7 @@ func (c *Conn) writer(m *member) {
 		close(m.removed)
 	}()
 	carDone := m.car.Done()
+	var batch [][]byte // reused by writeQueued
 	for {
 		select {
 		case <-c.closed:
@@ -320,15 +321,10 @@ func (c *Conn) writer(m *member) {
 		case <-carDone:
 			return
 		case p := <-c.send:
-			expects := c.watch.Timeout > 0 && c.watch.ExpectsReply(p)
-			err := m.car.WritePacket(p)
-			c.putBuf(p)
+			var err error
+			batch, err = c.writeQueued(m, p, batch)
 			if err != nil {
 				return
-			}
-			c.sent.Add(1)
-			if expects {
-				c.sentExpectingReply(m)
 			}
 		case p := <-m.probe: // not from the pool
 			if err := m.car.WritePacket(p); err != nil {

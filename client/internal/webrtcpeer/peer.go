@@ -145,7 +145,12 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
 	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	stripLocal := false
-	if err := cfg.CovertDTLS.Apply(&se, cfg.Net); err != nil { // sets cfg.Net
+	dataNet, err := dataPathNet(cfg.Net)
+	if err != nil {
+		return nil, err
+	}
+	// Covert DTLS wraps the data path's network when it rewrites records.
+	if err := cfg.CovertDTLS.Apply(&se, dataNet); err != nil {
 		return nil, err
 	}
 	// No IP filter outside LoopbackOnly: pion gathers server-reflexive

@@ -165,6 +165,7 @@ func run() int {
 		if code := download(ctx, cluster, *size); code != 0 {
 			return code
 		}
+		printSetup(*size, *clientMax, *proxies)
 	}
 	if *hold {
 		if code := holdChain(ctx, cluster); code != 0 {
@@ -236,6 +237,16 @@ func download(ctx context.Context, cluster *demo.Cluster, size int64) int {
 	}
 	printCPU(cluster.Processes(), cpuBefore, size)
 	return 0
+}
+
+// printSetup names what the figures above were measured on, so that they
+// are not taken for the side-by-side benchmark's.
+func printSetup(size int64, clientMax, proxies int) {
+	fmt.Printf("    set-up                              flurry-demo: one %s download, client -max %d, %d proxies polling,\n"+
+		"                                        -loopback-only, Flurry's own flags, all processes on this machine's shared\n"+
+		"                                        cores; whole transfer includes the rendezvous. Not the side-by-side\n"+
+		"                                        benchmark (flurry-loadgen sidebyside, docs/performance.md)\n",
+		demo.FormatBytes(float64(size)), clientMax, proxies)
 }
 
 // holdChain keeps the chain running until ctx ends (Ctrl-C, SIGTERM) and

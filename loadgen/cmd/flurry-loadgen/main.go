@@ -28,6 +28,8 @@ modes:
   chain    throughput and time to first byte through a SOCKS5 proxy (a running chain)
   target   a TCP echo, sink, source or random source on loopback, to be a relay's -forward target
   attack   an attack on a broker, relay or any server, beside honest load where it applies ("flurry-loadgen attack" lists them)
+  sidebyside  starts the chains of several implementations (Flurry's, Snowflake's binaries) and
+           downloads through them in turn: MB/s, CPU per MB per process, peak RSS, pauses, UDP drops
 
 Every target must be a loopback address unless -allow-non-loopback is given.
 Every run stops by itself (durations and counts; -max-time bounds the whole run).
@@ -133,6 +135,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		mode += " " + name
 		fs.Init("flurry-loadgen "+mode, flag.ContinueOnError)
+	case "sidebyside":
+		runFn = sideBySideFlags(fs, &c)
 	default:
 		fmt.Fprintf(stderr, "unknown mode %q\n\n%s", mode, usage)
 		return 2
@@ -160,6 +164,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if res.Broker != nil || res.RelayIdle != nil || res.RelayThroughput != nil || res.Chain != nil || res.BrokerAttack != nil || res.Attack != nil {
 		if werr := res.WriteTable(stdout); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if res.SideBySide != nil {
+		if werr := loadgen.WriteSideBySideTable(stdout, *res.SideBySide); werr != nil && err == nil {
 			err = werr
 		}
 	}

@@ -1,0 +1,162 @@
+package sockbuf
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/pion/datachannel"
+	"github.com/pion/ice/v4"
+	"github.com/pion/webrtc/v4"
+)
+
+// BenchmarkDataChannel measures the WebRTC stack alone (pion's ICE, DTLS
+// and SCTP, both ends in this process, on loopback): one ordered, reliable
+// DataChannel carrying messages of each size one way as fast as it can,
+// with the kernel's default socket buffers and with Net's. It is the
+// ceiling of what a chain through pion can carry per CPU on this machine
+// (docs/performance.md).
+func BenchmarkDataChannel(b *testing.B) {
+	for _, size := range []int{1200, 4096, 16 << 10, 64 << 10} {
+		for _, buffered := range []bool{false, true} {
+			name := fmt.Sprintf("msg=%d/sockbuf=%v", size, buffered)
+			b.Run(name, func(b *testing.B) {
+				send, recv := dataChannelPair(b, buffered)
+				msg := make([]byte, size)
+				total := int64(size) * int64(b.N)
+				done := make(chan error, 1)
+				go func() {
+					buf := make([]byte, 64<<10)
+					var got int64
+					for got < total {
+						n, err := recv.Read(buf)
+						if err != nil {
+							done <- err
+							return
+						}
+						got += int64(n)
+					}
+					done <- nil
+				}()
+				b.SetBytes(int64(size))
+				b.ResetTimer()
+				for range b.N {
+					if _, err := send.Write(msg); err != nil {
+						b.Fatal(err)
+					}
+				}
+				select {
+				case err := <-done:
+					if err != nil {
+						b.Fatal(err)
+					}
+				case <-time.After(5 * time.Minute):
+					b.Fatal("receiver stalled")
+				}
+				b.StopTimer()
+			})
+		}
+	}
+}
+
+// dataChannelPair connects two pion peers on loopback and returns the
+// offerer's detached DataChannel (send) and the answerer's (recv).
+func dataChannelPair(tb testing.TB, buffered bool) (send, recv datachannel.ReadWriteCloser) {
+	tb.Helper()
+	api := func() *webrtc.API {
+		var se webrtc.SettingEngine
+		se.DetachDataChannels()
+		se.EnableDataChannelBlockWrite(true)
+		se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+		se.SetInterfaceFilter(func(name string) bool {
+			ifi, err := net.InterfaceByName(name)
+			return err == nil && ifi.Flags&net.FlagLoopback != 0
+		})
+		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+		se.SetIncludeLoopbackCandidate(true)
+		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+		if buffered {
+			n, err := Net(nil)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			se.SetNet(n)
+		}
+		return webrtc.NewAPI(webrtc.WithSettingEngine(se))
+	}
+	offerer, err := api().NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	answerer, err := api().NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = offerer.Close()
+		_ = answerer.Close()
+	})
+	sendCh := make(chan datachannel.ReadWriteCloser, 1)
+	recvCh := make(chan datachannel.ReadWriteCloser, 1)
+	dc, err := offerer.CreateDataChannel("bench", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dc.OnOpen(func() {
+		raw, err := dc.Detach()
+		if err == nil {
+			sendCh <- raw
+		}
+	})
+	answerer.OnDataChannel(func(d *webrtc.DataChannel) {
+		d.OnOpen(func() {
+			raw, err := d.Detach()
+			if err == nil {
+				recvCh <- raw
+			}
+		})
+	})
+	offer, err := offerer.CreateOffer(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gathered := webrtc.GatheringCompletePromise(offerer)
+	if err := offerer.SetLocalDescription(offer); err != nil {
+		tb.Fatal(err)
+	}
+	<-gathered
+	if err := answerer.SetRemoteDescription(*offerer.LocalDescription()); err != nil {
+		tb.Fatal(err)
+	}
+	answer, err := answerer.CreateAnswer(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gathered = webrtc.GatheringCompletePromise(answerer)
+	if err := answerer.SetLocalDescription(answer); err != nil {
+		tb.Fatal(err)
+	}
+	<-gathered
+	if err := offerer.SetRemoteDescription(*answerer.LocalDescription()); err != nil {
+		tb.Fatal(err)
+	}
+	timeout := time.After(30 * time.Second)
+	for _, ch := range []chan datachannel.ReadWriteCloser{sendCh, recvCh} {
+		select {
+		case c := <-ch:
+			if ch == sendCh {
+				send = c
+			} else {
+				recv = c
+			}
+		case <-timeout:
+			tb.Fatal("DataChannel did not open")
+		}
+	}
+	tb.Cleanup(func() {
+		_ = send.Close()
+		_ = recv.Close()
+	})
+	return send, recv
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/flurrypt/flurry/loadgen"
+)
+
+// implFlag collects -impl NAME=PREFIX flags.
+type implFlag []loadgen.Implementation
+
+func (f *implFlag) String() string {
+	names := make([]string, len(*f))
+	for i, im := range *f {
+		names[i] = im.Name
+	}
+	return strings.Join(names, ",")
+}
+
+func (f *implFlag) Set(s string) error {
+	name, prefix, ok := strings.Cut(s, "=")
+	if !ok || name == "" || prefix == "" {
+		return fmt.Errorf("want NAME=PREFIX, got %q", s)
+	}
+	im, err := loadgen.ImplementationFromPrefix(name, prefix)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, im)
+	return nil
+}
+
+func sideBySideFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Result, io.Writer) error {
+	var (
+		cfg   loadgen.SideBySideConfig
+		impls implFlag
+	)
+	fs.Var(&impls, "impl", "an implementation to measure, as NAME=PREFIX: the binaries PREFIXbroker, PREFIXproxy,\n"+
+		"PREFIXclient and PREFIXserver (or PREFIXrelay), run with Snowflake's flag names; repeat for each\n"+
+		"(e.g. -impl snowflake=/tmp/sf/snowflake- -impl flurry=bin/flurry-); ratios are to the first")
+	fs.IntVar(&cfg.Downloads, "downloads", loadgen.DefaultSideBySideDownloads, "downloads per implementation, alternating")
+	fs.Int64Var(&cfg.Bytes, "bytes", loadgen.DefaultSideBySideBytes, "bytes per download")
+	fs.DurationVar(&cfg.PauseThreshold, "pause", loadgen.DefaultPauseThreshold, "a gap between reads longer than this counts as a pause")
+	fs.DurationVar(&cfg.PollInterval, "poll-interval", loadgen.DefaultSideBySidePoll, "the proxies' -poll-interval")
+	fs.DurationVar(&cfg.RequestTimeout, "timeout", loadgen.DefaultChainRequestTimeout, "bound on each download")
+	fs.StringVar(&cfg.Dir, "dir", "", "directory for the chains' logs and state (default: a new temporary directory, kept)")
+	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+		cfg.Implementations = impls
+		if cfg.Dir == "" {
+			dir, err := os.MkdirTemp("", "flurry-sidebyside-")
+			if err != nil {
+				return err
+			}
+			cfg.Dir = dir
+		}
+		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
+		fmt.Fprintf(os.Stderr, "logs and state in %s\n", cfg.Dir)
+		r, err := loadgen.RunSideBySide(ctx, cfg)
+		if len(r.Downloads) > 0 {
+			res.SideBySide = &r
+		}
+		return err
+	}
+}
