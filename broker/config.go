@@ -88,7 +88,7 @@ type Config struct {
 	// a proxy is accepted only if its AcceptedRelayPattern is a superset of
 	// it, and every bridge's relay host must match it. Empty (the default)
 	// differs from Snowflake, which then rejects every proxy that sends a
-	// non-empty pattern (reference section 9 item 14): here a proxy is
+	// non-empty pattern (docs/design.md, weakness 14): here a proxy is
 	// accepted if its pattern accepts at least one bridge.
 	//
 	// Either way a proxy is only ever matched with clients whose bridge its

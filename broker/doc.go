@@ -93,7 +93,7 @@
 //
 // A poll whose Sid is already waiting or matched (answer not yet delivered)
 // is refused with 400 "duplicate session id"; the session it collides with is
-// untouched. Snowflake overwrites the earlier entry (reference section 9 item
+// untouched. Snowflake overwrites the earlier entry (docs/design.md, weakness
 // 12). Snowflake proxies draw a fresh random Sid for every poll.
 //
 // # Differences from Snowflake

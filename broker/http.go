@@ -386,7 +386,7 @@ func (b *Broker) serveClient(w http.ResponseWriter, r *http.Request, addr netip.
 		b.sink.ClientPollEnded(ev, event.ClientBadRequest)
 		b.cfg.Logger.Debug("client request rejected", "reason", messageErrorText(err))
 		if legacy {
-			// Snowflake panics here (reference section 9 item 13).
+			// Snowflake panics here (docs/design.md, weakness 13).
 			http.Error(w, messageErrorText(err), http.StatusBadRequest)
 			return
 		}

@@ -410,7 +410,7 @@ func openRelayStream(tb testing.TB, ctx context.Context, relayURL string) (net.C
 	if err != nil {
 		tb.Fatal(err)
 	}
-	//lint:ignore SA1019 stream mode is part of Snowflake's wire behaviour (reference section 4.5)
+	//lint:ignore SA1019 stream mode is part of Snowflake's wire behaviour (docs/design.md, "Byte layers")
 	kc.SetStreamMode(true)
 	kc.SetWindowSize(65535, 65535)
 	kc.SetNoDelay(0, 0, 0, 1)

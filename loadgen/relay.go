@@ -29,7 +29,7 @@ const (
 	DefaultChunkSize          = 16 << 10
 )
 
-// Snowflake's client turbotunnel parameters (reference section 4.5).
+// Snowflake's client turbotunnel parameters (docs/design.md, "Byte layers").
 const (
 	kcpMTU               = 1400
 	kcpWindow            = 65535

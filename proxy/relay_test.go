@@ -39,7 +39,7 @@ func testPolicy(t testing.TB, pattern string, allowPrivate, allowNonTLS bool, r 
 }
 
 // TestRelayURLSnowflakeVectors runs every vector of Snowflake v2.14.1's
-// relay URL test (reference section 3.5) through the checks that need no
+// relay URL test (Snowflake's checkIsRelayURLAcceptable) through the checks that need no
 // DNS, which are Snowflake's whole check.
 func TestRelayURLSnowflakeVectors(t *testing.T) {
 	tests := []struct {

@@ -22,7 +22,7 @@ import (
 )
 
 // This file is a test client speaking Snowflake's client wire format
-// (reference section 4.5): each carrier is a WebSocket that starts with the
+// (docs/design.md, "Byte layers"): each carrier is a WebSocket that starts with the
 // token and the ClientID as two messages, then carries encapsulated KCP
 // packets, one per message; KCP and smux use Snowflake's client parameters.
 // It can hold several carriers at once (spreading its packets over them)

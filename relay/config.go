@@ -36,8 +36,8 @@ const (
 	DefaultClientTimeout = time.Minute
 )
 
-// Turbotunnel parameters that must match Snowflake's client (reference
-// sections 4.5 and 5.3).
+// Turbotunnel parameters that must match Snowflake's client
+// (docs/design.md, "Byte layers").
 const (
 	kcpMTU               = 1400
 	kcpWindow            = 65535

@@ -68,7 +68,7 @@ func (s *shard) acceptLoop(r *Relay) {
 			conn.Close()
 			continue
 		}
-		// Snowflake's client parameters (reference section 4.5), which
+		// Snowflake's client parameters (docs/design.md, "Byte layers"), which
 		// both ends must share.
 		//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
 		conn.SetStreamMode(true)

@@ -21,7 +21,7 @@
 // # Validation
 //
 // Snowflake loses all proxy statistics silently when a database cannot be
-// read (reference section 9, item 17). Here every problem is a load error
+// read (docs/design.md, weakness 17). Here every problem is a load error
 // that names the file and the line: a malformed line, a range whose low end
 // is above its high end, ranges that overlap, a country code outside
 // [A-Z0-9]{2} (other than "??"), a line longer than 1 KiB, a file larger than

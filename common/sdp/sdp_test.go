@@ -49,7 +49,7 @@ func TestIsLocal(t *testing.T) {
 	}
 }
 
-// The cases follow Snowflake's TestRemoteIPFromSDP (reference section 7).
+// The cases follow Snowflake's TestRemoteIPFromSDP (Snowflake's common/util tests).
 func TestClientIP(t *testing.T) {
 	const head = "v=0\r\no=- 4358805017720277108 2 IN IP4 8.8.8.8\r\ns=-\r\nt=0 0\r\n" +
 		"a=group:BUNDLE data\r\na=msid-semantic: WMS\r\n" +

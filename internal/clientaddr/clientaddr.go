@@ -8,7 +8,7 @@
 // address not in a trusted prefix is the client. A value that does not parse
 // stops the walk at the last trusted hop. Anyone can put anything in these
 // headers, so nothing in them is believed from an untrusted peer (Snowflake
-// believes them from everyone, reference section 9 item 16).
+// believes them from everyone, docs/design.md, weakness 16).
 package clientaddr
 
 import (

@@ -23,7 +23,7 @@
 // Every hand-over is a channel close performed under the mutex by the one
 // party that removed the session from the map or heap, after it has written
 // the values the other side will read. A close never blocks, so no send can
-// hang (Snowflake's offer and answer races, reference section 9 items 10 and
+// hang (Snowflake's offer and answer races, docs/design.md, weaknesses 10 and
 // 11, cannot happen), and a waiter that gives up takes the mutex and finds out
 // exactly which of the two outcomes happened.
 //

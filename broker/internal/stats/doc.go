@@ -42,7 +42,7 @@
 //
 // Every Config.Interval (24 h by default), Run appends the period's
 // descriptor to Config.MetricsLogPath and starts a new period. The format is
-// Snowflake's "version 1.1" (reference section 1.8.1): one "key value" line
+// Snowflake's "version 1.1" (Snowflake's broker spec): one "key value" line
 // each, "\n"-terminated, in this order:
 //
 //	snowflake-stats-end 2026-01-02 03:04:05 (86400 s)   end of period (UTC), length in seconds
@@ -83,7 +83,7 @@
 // # Differences from Snowflake
 //
 // Proxy address statistics are kept without a geoip database (country
-// "??"); Snowflake drops them (reference section 9 item 17). The
+// "??"); Snowflake drops them (docs/design.md, weakness 17). The
 // Prometheus unique-address counter counts new (address, type, NAT)
 // combinations per period. Requests refused by the rate limiter or as
 // malformed, and request durations, have metrics of their own.

@@ -32,7 +32,7 @@ type Config struct {
 	// passed in gets only the Recorder's own metrics.
 	Registry *prometheus.Registry
 	// GeoIP maps addresses to countries. Nil means every address is "??";
-	// unlike Snowflake (reference section 9 item 17), proxy address
+	// unlike Snowflake (docs/design.md, weakness 17), proxy address
 	// statistics are still collected.
 	GeoIP *geoip.DB
 	// MetricsLogPath is the file Run appends each period's descriptor to,

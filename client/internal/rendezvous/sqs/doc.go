@@ -26,8 +26,8 @@
 //
 // Snowflake's client sleeps 1 s, tries GetQueueUrl up to 5 times a second
 // apart, then ReceiveMessage up to 5 times (20 s long polls), and returns an
-// empty answer if nothing came; it never deletes its queue (reference section
-// 9 item 24). Here the whole exchange is bounded by the caller's context
+// empty answer if nothing came; it never deletes its queue (docs/design.md,
+// weakness 24). Here the whole exchange is bounded by the caller's context
 // and Config.Timeout (30 s by default) rather than by attempt counts,
 // running out of time is ErrNoAnswer (never an empty answer), and the
 // client queue is deleted afterwards on a best-effort basis: if the
