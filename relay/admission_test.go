@@ -542,10 +542,11 @@ func TestPeerKey(t *testing.T) {
 func TestAdmissionForgetsIdleBudgets(t *testing.T) {
 	a := newAdmission(Config{MaxCarriersPerAddr: 2, NewSessionRate: 1, NewSessionBurst: 1})
 	one, two := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
-	if !a.addCarrier(one) || !a.addCarrier(one) || a.addCarrier(one) {
+	first, second, third := a.addCarrier(one), a.addCarrier(one), a.addCarrier(one)
+	if !first || !second || third {
 		t.Fatal("carrier cap of 2 not applied")
 	}
-	if !a.allowSession(two) || a.allowSession(two) {
+	if allowed, again := a.allowSession(two), a.allowSession(two); !allowed || again {
 		t.Fatal("session burst of 1 not applied")
 	}
 	a.removeCarrier(one)
