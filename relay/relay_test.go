@@ -131,8 +131,12 @@ func TestSeveralCarriersOneSession(t *testing.T) {
 	r, wsURL := startRelay(t, Config{ForwardAddr: echoServer(t)})
 	pconn := newTestPacketConn(turbotunnel.NewClientID())
 	a := pconn.dialCarrier(t, wsURL)
-	b := pconn.dialCarrier(t, wsURL)
 	client := newTestClient(t, pconn)
+	// The session starts on the first carrier (a carrier whose first
+	// packet neither opens a session nor joins one is refused, see
+	// admission.go); then both carry it.
+	echoRoundTrip(t, client, testPayload(1<<10), nil)
+	b := pconn.dialCarrier(t, wsURL)
 	echoRoundTrip(t, client, testPayload(2<<20), nil)
 	for name, c := range map[string]*testCarrier{"first": a, "second": b} {
 		if c.packets.Load() == 0 || c.sent.Load() == 0 {
