@@ -97,10 +97,11 @@ func newAllocHarness(tb testing.TB) *allocHarness {
 	if err := pconn.SetReadDeadline(deadline); err != nil {
 		tb.Fatal(err)
 	}
-	// Handshake, and a first packet: KCP learns the client's address from
-	// it, and so does the harness.
+	// Handshake, and a first packet that the relay's admission takes as
+	// opening a session: KCP learns the client's address from it, and so
+	// does the harness.
 	hello := append(append([]byte(nil), turbotunnel.Token[:]...), id[:]...)
-	hello = append(hello, chunked(tb, []byte("first"))...)
+	hello = append(hello, chunked(tb, nopPacket(1))...)
 	if _, err := h.peer.Write(appendMaskedFrame(nil, hello)); err != nil {
 		tb.Fatal(err)
 	}
