@@ -142,9 +142,21 @@ func TestTorBackendsThroughFlurry(t *testing.T) {
 
 	// New circuits: a new connection from the client's tor, through the
 	// relay, to the surviving instance.
-	res, err := demo.FetchTarget(ctx, chain.client.SOCKSAddr, target, nil)
-	if err != nil {
-		t.Fatalf("download after %s died: %v", victim, err)
+	// The client's tor may first try the circuit it had, which died with
+	// the instance, and refuse that request; it builds a new one over a new
+	// connection, so a request is retried until one succeeds, as a user's
+	// would be.
+	var res demo.FetchResult
+	for attempt := 1; ; attempt++ {
+		var err error
+		if res, err = demo.FetchTarget(ctx, chain.client.SOCKSAddr, target, nil); err == nil {
+			break
+		}
+		if attempt == 30 || ctx.Err() != nil {
+			t.Fatalf("download after %s died, attempt %d: %v", victim, attempt, err)
+		}
+		t.Logf("download after %s died, attempt %d: %v; retrying", victim, attempt, err)
+		time.Sleep(2 * time.Second) // tor's own reconnection pace, not a synchronisation
 	}
 	t.Logf("%s downloaded after %s died, in %v", demo.FormatBytes(float64(res.Bytes)), victim, res.Total.Round(time.Millisecond))
 	// The relay finds it dead when a stream or its health check (every
