@@ -2,14 +2,13 @@ package broker
 
 import (
 	"errors"
-	"net"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -20,9 +19,7 @@ func pionAnswers(t testing.TB, sdpText string) error {
 	t.Helper()
 	var se webrtc.SettingEngine
 	se.DetachDataChannels()
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	webrtcnet.LoopbackOnly(&se, nil)
 	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -246,10 +247,7 @@ func newTestProxy(tb testing.TB, name string, relay *testRelay) *testProxy {
 	var se webrtc.SettingEngine
 	se.DetachDataChannels()
 	se.SetICEUDPMux(p.mux)
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	webrtcnet.LoopbackOnly(&se, nil)
 	p.api = webrtc.NewAPI(webrtc.WithSettingEngine(se))
 	tb.Cleanup(p.Close)
 	return p

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/sdp"
+	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -115,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	switch {
 	case cfg.LoopbackOnly:
-		restrictToLoopback(&se)
+		webrtcnet.LoopbackOnly(&se, nil)
 	case !cfg.KeepLocalAddresses:
 		// Private host candidates are useless to proxies elsewhere and
 		// would let proxies on the probe's own network connect directly.
@@ -353,16 +354,4 @@ func (pr *probe) await(s *Server) {
 	case <-wait.C:
 	case <-s.done:
 	}
-}
-
-// restrictToLoopback keeps WebRTC on loopback interfaces and addresses.
-func restrictToLoopback(se *webrtc.SettingEngine) {
-	se.SetInterfaceFilter(func(name string) bool {
-		ifi, err := net.InterfaceByName(name)
-		return err == nil && ifi.Flags&net.FlagLoopback != 0
-	})
-	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/pion/webrtc/v4"
 	"go.uber.org/goleak"
+
+	"github.com/flurrypt/flurry/common/webrtcnet"
 )
 
 // snowflakeProbeBody builds the body a Snowflake v2.14.1 proxy POSTs: a
@@ -21,7 +23,7 @@ import (
 func snowflakeProbeBody(t testing.TB) (*webrtc.PeerConnection, chan struct{}, []byte) {
 	t.Helper()
 	var se webrtc.SettingEngine
-	restrictToLoopback(&se)
+	webrtcnet.LoopbackOnly(&se, nil)
 	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		t.Fatal(err)

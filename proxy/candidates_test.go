@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/common/sdp"
+	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/internal/stuntest"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -50,19 +50,10 @@ func sdpCandidates(t testing.TB, desc string) []answerCandidate {
 	return out
 }
 
-// loopbackInterfaces limits gathering to loopback interfaces over UDP4 and
-// lets loopback addresses through pion's own loopback exclusion, but leaves
+// loopbackInterfaces limits gathering to loopback interfaces but leaves
 // the proxy's IP filter as it is: the production address filter then runs
 // on loopback addresses only.
-func loopbackInterfaces(se *webrtc.SettingEngine) {
-	se.SetInterfaceFilter(func(name string) bool {
-		ifi, err := net.InterfaceByName(name)
-		return err == nil && ifi.Flags&net.FlagLoopback != 0
-	})
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-}
+func loopbackInterfaces(se *webrtc.SettingEngine) { webrtcnet.LoopbackInterfaces(se, nil) }
 
 // testAnswer runs the proxy's answer path (remote offer, answer, gathering,
 // local candidate filter) on the offer of c, without a broker. It returns
@@ -270,7 +261,7 @@ func TestAnswerStripsLocalCandidates(t *testing.T) {
 		{name: "keep local addresses", mod: func(c *Config) {
 			c.LoopbackOnly = false
 			c.KeepLocalAddresses = true
-			c.ConfigureSettingEngine = LoopbackOnly
+			c.ConfigureSettingEngine = func(se *webrtc.SettingEngine) { webrtcnet.LoopbackOnly(se, nil) }
 		}, gatherLocal: true, answerLocal: true},
 		{name: "loopback only", mod: func(c *Config) {}, gatherLocal: true, answerLocal: true},
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/pion/webrtc/v4"
 	"go.uber.org/goleak"
 
+	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -47,7 +48,7 @@ func newTestClient(t testing.TB) *testClient {
 	t.Helper()
 	var se webrtc.SettingEngine
 	se.DetachDataChannels()
-	LoopbackOnly(&se)
+	webrtcnet.LoopbackOnly(&se, nil)
 	api := webrtc.NewAPI(webrtc.WithSettingEngine(se))
 	pc, err := api.NewPeerConnection(webrtc.Configuration{})
 	if err != nil {

@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -11,7 +11,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/flurrypt/flurry/common/pionlog"
-	"github.com/flurrypt/flurry/common/sdp"
+	"github.com/flurrypt/flurry/common/webrtcnet"
 )
 
 // newWebRTCAPI builds the pion API every peer connection of the proxy uses.
@@ -41,7 +41,7 @@ func newWebRTCAPI(s *settings) (*webrtc.API, error) {
 	// removed from the answer by localDescription instead.
 	switch {
 	case s.LoopbackOnly:
-		LoopbackOnly(&se)
+		webrtcnet.LoopbackOnly(&se, nil)
 	case s.KeepLocalAddresses:
 		se.SetIncludeLoopbackCandidate(true)
 	}
@@ -61,20 +61,6 @@ func newWebRTCAPI(s *settings) (*webrtc.API, error) {
 	return webrtc.NewAPI(webrtc.WithSettingEngine(se)), nil
 }
 
-// LoopbackOnly restricts a SettingEngine to loopback interfaces and
-// addresses, includes loopback candidates and turns mDNS off: WebRTC between
-// peers of one test process, never leaving the machine.
-func LoopbackOnly(se *webrtc.SettingEngine) {
-	se.SetInterfaceFilter(func(name string) bool {
-		ifi, err := net.InterfaceByName(name)
-		return err == nil && ifi.Flags&net.FlagLoopback != 0
-	})
-	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-}
-
 func (p *Proxy) iceConfig() webrtc.Configuration {
 	var c webrtc.Configuration
 	if len(p.s.STUNURLs) > 0 {
@@ -83,37 +69,23 @@ func (p *Proxy) iceConfig() webrtc.Configuration {
 	return c
 }
 
-// localDescription sets desc as the local description, waits until ICE
-// gathering completes or timeout passes, and returns the SDP to send, with
-// local candidates stripped unless they are to be kept.
+// localDescription sets desc as the local description and returns the SDP
+// to send once ICE gathering completes or timeout passes, with local
+// candidates stripped unless they are to be kept.
 func (p *Proxy) localDescription(ctx context.Context, pc *webrtc.PeerConnection, desc webrtc.SessionDescription, timeout time.Duration) (string, error) {
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(desc); err != nil {
-		return "", err
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-gathered:
-	case <-t.C: // send what we have (non-trickle), as Snowflake does
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-	local := pc.LocalDescription()
-	if local == nil {
+	stripLocal := !p.s.KeepLocalAddresses && !p.s.LoopbackOnly
+	local, err := webrtcnet.LocalDescription(ctx, pc, desc, timeout, stripLocal)
+	switch {
+	case errors.Is(err, webrtcnet.ErrNoLocalDescription):
 		return "", ErrPeerConnectionFailed
-	}
-	if !strings.Contains(local.SDP, "a=candidate:") {
+	case err != nil:
+		return "", err
+	case !local.AnyCandidate:
 		return "", ErrNoCandidates
-	}
-	if p.s.KeepLocalAddresses || p.s.LoopbackOnly {
-		return local.SDP, nil
-	}
-	answer := sdp.StripLocalCandidates(local.SDP)
-	// Brokers (Snowflake's and ours) refuse an answer without a
-	// candidate, so one whose candidates were all local is not sent.
-	if !strings.Contains(answer, "a=candidate:") {
+	case !strings.Contains(local.SDP, "a=candidate:"):
+		// Brokers (Snowflake's and ours) refuse an answer without a
+		// candidate, so one whose candidates were all local is not sent.
 		return "", ErrNoPublicCandidate
 	}
-	return answer, nil
+	return local.SDP, nil
 }

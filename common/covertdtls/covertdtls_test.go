@@ -2,15 +2,14 @@ package covertdtls_test
 
 import (
 	"errors"
-	"net"
 	"testing"
 	"time"
 
-	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/common/webrtcnet"
 )
 
 func TestParse(t *testing.T) {
@@ -59,14 +58,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// loopback restricts se to loopback, mDNS off.
-func loopback(se *webrtc.SettingEngine) {
-	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-}
-
 // TestHandshake opens a DataChannel between two pion peers with the mode
 // on both sides (as in a chain), in both DTLS roles, several times (the
 // random modes pick afresh each handshake).
@@ -101,7 +92,7 @@ func handshake(t *testing.T, c covertdtls.Config, answererRole webrtc.DTLSRole) 
 	t.Helper()
 	newPC := func(answer bool) *webrtc.PeerConnection {
 		var se webrtc.SettingEngine
-		loopback(&se)
+		webrtcnet.LoopbackOnly(&se, nil)
 		if answer {
 			if err := se.SetAnsweringDTLSRole(answererRole); err != nil {
 				t.Fatal(err)

@@ -2,13 +2,13 @@ package sockbuf
 
 import (
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/pion/datachannel"
-	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/flurrypt/flurry/common/webrtcnet"
 )
 
 // BenchmarkDataChannel measures the WebRTC stack alone (pion's ICE, DTLS
@@ -68,14 +68,7 @@ func dataChannelPair(tb testing.TB, buffered bool) (send, recv datachannel.ReadW
 		var se webrtc.SettingEngine
 		se.DetachDataChannels()
 		se.EnableDataChannelBlockWrite(true)
-		se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-		se.SetInterfaceFilter(func(name string) bool {
-			ifi, err := net.InterfaceByName(name)
-			return err == nil && ifi.Flags&net.FlagLoopback != 0
-		})
-		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
-		se.SetIncludeLoopbackCandidate(true)
-		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+		webrtcnet.LoopbackOnly(&se, nil)
 		if buffered {
 			n, err := Net(nil)
 			if err != nil {

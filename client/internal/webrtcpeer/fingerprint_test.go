@@ -14,6 +14,7 @@ import (
 
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/internal/webrtcfp"
 	"github.com/flurrypt/flurry/messages"
 	"github.com/flurrypt/flurry/proxy"
@@ -111,7 +112,7 @@ func flurryPair(t *testing.T, mode covertdtls.Mode) webrtcfp.Features {
 	}
 	var se webrtc.SettingEngine
 	se.LoggerFactory = &logging.DefaultLoggerFactory{Writer: io.Discard}
-	proxy.LoopbackOnly(&se)
+	webrtcnet.LoopbackOnly(&se, nil)
 	if err := proxy.ConfigureDTLS(&se, c); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package webrtcpeer
 import (
 	"context"
 	"errors"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/common/sdp"
+	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/internal/stuntest"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -19,14 +19,7 @@ import (
 // loopbackInterfaces makes pion gather on loopback interfaces only, the
 // rest of the SettingEngine as in production: 127.0.0.1 stands for the
 // private address of a client behind a home router.
-func loopbackInterfaces(se *webrtc.SettingEngine) {
-	se.SetInterfaceFilter(func(name string) bool {
-		ifi, err := net.InterfaceByName(name)
-		return err == nil && ifi.Flags&net.FlagLoopback != 0
-	})
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-}
+func loopbackInterfaces(se *webrtc.SettingEngine) { webrtcnet.LoopbackInterfaces(se, nil) }
 
 var errStop = errors.New("offer captured")
 

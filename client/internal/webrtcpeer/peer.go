@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"sync"
 	"time"
@@ -20,7 +19,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/pionlog"
-	"github.com/flurrypt/flurry/common/sdp"
+	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -142,7 +141,6 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	se.EnableDataChannelBlockWrite(true)
 	se.SetSCTPMaxMessageSize(MaxMessageSize)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
 	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	stripLocal := false
 	dataNet, err := dataPathNet(cfg.Net)
@@ -160,11 +158,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	// stripped from the offer instead.
 	switch {
 	case cfg.LoopbackOnly:
-		if cfg.Net == nil {
-			se.SetInterfaceFilter(isLoopbackInterface)
-		}
-		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
-		se.SetIncludeLoopbackCandidate(true)
+		webrtcnet.LoopbackOnly(&se, cfg.Net)
 	case cfg.KeepLocalAddresses:
 		se.SetIncludeLoopbackCandidate(true)
 	default:
@@ -174,6 +168,8 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		se.SetIncludeLoopbackCandidate(cfg.Net != nil)
 		stripLocal = true
 	}
+	// IPv6 too, loopback-only included; TCP candidates never.
+	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
 	if cfg.configureSettingEngine != nil {
 		cfg.configureSettingEngine(&se)
 	}
@@ -184,12 +180,6 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		log:        logger,
 		stripLocal: stripLocal,
 	}, nil
-}
-
-// isLoopbackInterface keeps interfaces flagged as loopback.
-func isLoopbackInterface(name string) bool {
-	ifi, err := net.InterfaceByName(name)
-	return err == nil && ifi.Flags&net.FlagLoopback != 0
 }
 
 // Negotiator carries an offer to a proxy and returns its answer, both as
@@ -255,29 +245,18 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		}
 	})
 
-	offer, err := pc.CreateOffer(nil)
+	offerDesc, err := pc.CreateOffer(nil)
 	if err != nil {
 		return nil, fmt.Errorf("create offer: %w", err)
 	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(offer); err != nil {
-		return nil, fmt.Errorf("set local description: %w", err)
+	offer, err := webrtcnet.LocalDescription(ctx, pc, offerDesc, d.cfg.GatherTimeout, d.stripLocal)
+	if err != nil {
+		return nil, err
 	}
-	gatherTimer := time.NewTimer(d.cfg.GatherTimeout)
-	select {
-	case <-gathered:
-		gatherTimer.Stop()
-	case <-gatherTimer.C:
+	if !offer.Complete {
 		d.log.Debug("ICE gathering timed out; offering the candidates found so far", "peer", id)
-	case <-ctx.Done():
-		gatherTimer.Stop()
-		return nil, ctx.Err()
 	}
-	offerSDP := pc.LocalDescription().SDP
-	if d.stripLocal {
-		offerSDP = sdp.StripLocalCandidates(offerSDP)
-	}
-	offerJSON, err := messages.SessionDescription{Type: messages.SDPTypeOffer, SDP: offerSDP}.Encode()
+	offerJSON, err := messages.SessionDescription{Type: messages.SDPTypeOffer, SDP: offer.SDP}.Encode()
 	if err != nil {
 		return nil, fmt.Errorf("encode offer: %w", err)
 	}

@@ -1,0 +1,77 @@
+package webrtcnet
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+	"go.uber.org/goleak"
+
+	"github.com/flurrypt/flurry/common/sdp"
+)
+
+// newOffer returns a loopback-only peer connection with a DataChannel and
+// its offer, not yet set as its local description.
+func newOffer(t *testing.T) (*webrtc.PeerConnection, webrtc.SessionDescription) {
+	t.Helper()
+	var se webrtc.SettingEngine
+	LoopbackOnly(&se, nil)
+	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pc.GracefulClose() })
+	if _, err := pc.CreateDataChannel("test", nil); err != nil {
+		t.Fatal(err)
+	}
+	offer, err := pc.CreateOffer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc, offer
+}
+
+// TestLocalDescription: a loopback-only peer gathers loopback candidates
+// only; kept, they are all in the description, stripped, none is.
+func TestLocalDescription(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	for _, strip := range []bool{false, true} {
+		pc, offer := newOffer(t)
+		d, err := LocalDescription(context.Background(), pc, offer, time.Minute, strip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Complete || !d.AnyCandidate {
+			t.Errorf("strip=%v: Complete %v, AnyCandidate %v; want both", strip, d.Complete, d.AnyCandidate)
+		}
+		var n int
+		for line := range strings.Lines(d.SDP) {
+			c, ok := sdp.ParseCandidate(strings.TrimSpace(line))
+			if !ok {
+				continue
+			}
+			n++
+			if !c.Address.IsLoopback() {
+				t.Errorf("strip=%v: candidate off loopback: %q", strip, line)
+			}
+		}
+		if strip != (n == 0) {
+			t.Errorf("strip=%v: %d candidates in\n%s", strip, n, d.SDP)
+		}
+	}
+}
+
+// TestLocalDescriptionContext: an ended context ends the wait with its
+// error.
+func TestLocalDescriptionContext(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	pc, offer := newOffer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := LocalDescription(ctx, pc, offer, time.Minute, false); !errors.Is(err, context.Canceled) {
+		t.Errorf("LocalDescription = %v, want context.Canceled", err)
+	}
+}
