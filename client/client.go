@@ -12,7 +12,6 @@ import (
 
 	"github.com/flurrypt/flurry/client/internal/nat"
 	"github.com/flurrypt/flurry/client/internal/rendezvous"
-	sqsrendezvous "github.com/flurrypt/flurry/client/internal/rendezvous/sqs"
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -22,6 +21,21 @@ import (
 // cache and SQS methods are built in; WithRendezvous plugs in another one.
 type Rendezvous interface {
 	Exchange(ctx context.Context, request []byte) ([]byte, error)
+}
+
+// SQSConfig is what Config.NewSQSRendezvous builds an SQS rendezvous from.
+type SQSConfig struct {
+	// QueueURL and Credentials are Config.SQSQueueURL and
+	// Config.SQSCredentials, unchecked.
+	QueueURL, Credentials string
+	// Transport carries the SQS requests: the client's broker transport
+	// (through Config.SOCKS5Proxy, with its uTLS fingerprint).
+	Transport http.RoundTripper
+	// Timeout is Config.RendezvousTimeout; zero means the method's
+	// default.
+	Timeout time.Duration
+	// Logger is the client's.
+	Logger *slog.Logger
 }
 
 // Option changes how New builds a Client: hooks and test seams.
@@ -52,7 +66,7 @@ func WithHTTPTransport(rt http.RoundTripper) Option {
 // call Dial for each stream and Close when done. Several Clients may live in
 // one process; they share nothing.
 type Client struct {
-	cfg        Config
+	cfg        *settings
 	log        *slog.Logger
 	rendezvous Rendezvous
 	dialer     *webrtcpeer.Dialer
@@ -77,40 +91,32 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg.ICEServers = append([]string(nil), cfg.ICEServers...)
-	cfg.Fronts = append([]string(nil), cfg.Fronts...)
-	if err := cfg.check(o.rendezvous != nil); err != nil {
+	s, err := cfg.settle()
+	if err != nil {
 		return nil, err
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if s.broker == nil && s.SQSQueueURL == "" && o.rendezvous == nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, ErrNoRendezvous)
 	}
-
-	urls, hostports, skipped := webrtcpeer.ParseICEServers(cfg.ICEServers)
-	for _, s := range skipped {
-		logger.Warn("skipping ICE server: not a stun:, turn: or turns: URL", "server", s)
+	for _, skipped := range s.skippedICE {
+		s.Logger.Warn("skipping ICE server: not a stun:, turn: or turns: URL", "server", skipped)
 	}
 	var socks *socks5Setup
-	if cfg.SOCKS5Proxy != "" {
-		u, err := parseSOCKS5Proxy(cfg.SOCKS5Proxy)
-		if err != nil {
-			return nil, fmt.Errorf("%w: SOCKS5 proxy: %w", ErrInvalidConfig, err)
-		}
-		if socks, err = newSOCKS5(u, cfg); err != nil {
+	if s.socks5 != nil {
+		if socks, err = newSOCKS5(s.socks5, s.Config); err != nil {
 			return nil, fmt.Errorf("%w: SOCKS5 proxy: %w", ErrInvalidConfig, err)
 		}
 	}
 	peerCfg := webrtcpeer.Config{
-		ICEServers:         urls,
-		LoopbackOnly:       cfg.LoopbackOnly,
-		KeepLocalAddresses: cfg.KeepLocalAddresses,
-		CovertDTLS:         cfg.CovertDTLS,
-		GatherTimeout:      cfg.GatherTimeout,
-		OpenTimeout:        cfg.DataChannelTimeout,
-		IdleTimeout:        cfg.IdleTimeout,
-		DeadPeerTimeout:    cfg.DeadPeerTimeout,
-		Logger:             logger,
+		ICEServers:         s.iceURLs,
+		LoopbackOnly:       s.LoopbackOnly,
+		KeepLocalAddresses: s.KeepLocalAddresses,
+		CovertDTLS:         s.CovertDTLS,
+		GatherTimeout:      s.GatherTimeout,
+		OpenTimeout:        s.DataChannelTimeout,
+		IdleTimeout:        s.IdleTimeout,
+		DeadPeerTimeout:    s.DeadPeerTimeout,
+		Logger:             s.Logger,
 	}
 	natProbe := o.natProbe
 	if socks != nil {
@@ -126,60 +132,65 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-
 	rv := o.rendezvous
 	if rv == nil {
-		transport := o.httpTransport
-		if transport == nil {
-			tc := rendezvous.TransportConfig{
-				UTLSImitate:   cfg.UTLSImitate,
-				UTLSRemoveSNI: cfg.UTLSRemoveSNI,
-			}
-			if socks != nil {
-				tc.DialContext = socks.dial
-			}
-			transport, err = rendezvous.NewTransport(tc)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-			}
-		}
-		if cfg.SQSQueueURL != "" {
-			rv, err = sqsrendezvous.New(sqsrendezvous.Config{
-				QueueURL:    cfg.SQSQueueURL,
-				Credentials: cfg.SQSCredentials,
-				Transport:   transport,
-				Timeout:     cfg.RendezvousTimeout,
-				Logger:      logger,
-			})
-		} else if cfg.AMPCacheURL != "" {
-			rv, err = rendezvous.NewAMP(rendezvous.AMPConfig{
-				BrokerURL: cfg.BrokerURL,
-				CacheURL:  cfg.AMPCacheURL,
-				Fronts:    cfg.Fronts,
-				Transport: transport,
-				Timeout:   cfg.RendezvousTimeout,
-			})
-		} else {
-			rv, err = rendezvous.NewHTTP(rendezvous.HTTPConfig{
-				BrokerURL: cfg.BrokerURL,
-				Fronts:    cfg.Fronts,
-				Transport: transport,
-				Timeout:   cfg.RendezvousTimeout,
-			})
-		}
-		if err != nil {
+		if rv, err = s.newRendezvous(o.httpTransport, socks); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
 	return &Client{
-		cfg:        cfg,
-		log:        logger,
+		cfg:        s,
+		log:        s.Logger,
 		rendezvous: rv,
 		dialer:     dialer,
-		stunAddrs:  hostports,
+		stunAddrs:  s.stunAddrs,
 		natProbe:   natProbe,
 		sessions:   make(map[*session]struct{}),
 	}, nil
+}
+
+// newRendezvous builds the rendezvous method s names, its requests sent
+// through transport, or else through a transport of its own (with the
+// uTLS fingerprint, through socks if not nil).
+func (s *settings) newRendezvous(transport http.RoundTripper, socks *socks5Setup) (Rendezvous, error) {
+	if transport == nil {
+		tc := rendezvous.TransportConfig{
+			UTLSImitate:   s.UTLSImitate,
+			UTLSRemoveSNI: s.UTLSRemoveSNI,
+		}
+		if socks != nil {
+			tc.DialContext = socks.dial
+		}
+		var err error
+		if transport, err = rendezvous.NewTransport(tc); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case s.SQSQueueURL != "":
+		return s.NewSQSRendezvous(SQSConfig{
+			QueueURL:    s.SQSQueueURL,
+			Credentials: s.SQSCredentials,
+			Transport:   transport,
+			Timeout:     s.RendezvousTimeout,
+			Logger:      s.Logger,
+		})
+	case s.ampCache != nil:
+		return rendezvous.NewAMP(rendezvous.AMPConfig{
+			Broker:    s.broker,
+			Cache:     s.ampCache,
+			Fronts:    s.Fronts,
+			Transport: transport,
+			Timeout:   s.RendezvousTimeout,
+		})
+	default:
+		return rendezvous.NewHTTP(rendezvous.HTTPConfig{
+			Broker:    s.broker,
+			Fronts:    s.Fronts,
+			Transport: transport,
+			Timeout:   s.RendezvousTimeout,
+		})
+	}
 }
 
 // Dial starts a new session (a fresh ClientID, its own proxies and KCP and

@@ -3,14 +3,14 @@ package client
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flurrypt/flurry/client/internal/rendezvous"
-	sqsrendezvous "github.com/flurrypt/flurry/client/internal/rendezvous/sqs"
+	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 	"github.com/flurrypt/flurry/common/covertdtls"
-	"github.com/flurrypt/flurry/common/sqscreds"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -50,6 +50,12 @@ type Config struct {
 	// BrokerURL and AMPCacheURL; Fronts do not apply.
 	SQSQueueURL    string
 	SQSCredentials string
+
+	// NewSQSRendezvous builds the SQS rendezvous; New of package
+	// github.com/flurrypt/flurry/client/sqs is the one to set. It is
+	// required with SQSQueueURL, and a field rather than built in so that
+	// only the programs that offer SQS link the AWS SDK.
+	NewSQSRendezvous func(SQSConfig) (Rendezvous, error)
 
 	// ICEServers are STUN and TURN URLs (ice): "stun:host[:port]",
 	// "turn:user:pass@host[:port][?transport=udp|tcp]" and
@@ -145,97 +151,117 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 }
 
-// check fills defaults and validates cfg. hasRendezvous says an Option
-// supplies the rendezvous method.
-func (cfg *Config) check(hasRendezvous bool) error {
-	if cfg.Max == 0 {
-		cfg.Max = DefaultMax
-	}
-	if cfg.Max < 1 || cfg.Max > MaxMax {
-		return fmt.Errorf("%w: max must be between 1 and %d, not %d", ErrInvalidConfig, MaxMax, cfg.Max)
-	}
-	if err := cfg.CovertDTLS.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	if cfg.BridgeFingerprint == "" {
-		cfg.BridgeFingerprint = messages.DefaultBridgeFingerprint
-	}
-	if _, err := messages.ParseFingerprint(cfg.BridgeFingerprint); err != nil {
-		return fmt.Errorf("%w: fingerprint: %w", ErrInvalidConfig, err)
-	}
-	if err := rendezvous.CheckUTLSName(cfg.UTLSImitate); err != nil {
-		return fmt.Errorf("%w: utls-imitate: %w", ErrInvalidConfig, err)
-	}
-	if cfg.LoopbackOnly && len(cfg.ICEServers) > 0 {
-		return fmt.Errorf("%w: loopback-only peers take no ICE servers", ErrInvalidConfig)
-	}
-	if cfg.SOCKS5Proxy != "" {
-		u, err := parseSOCKS5Proxy(cfg.SOCKS5Proxy)
-		if err != nil {
-			return fmt.Errorf("%w: SOCKS5 proxy: %w", ErrInvalidConfig, err)
-		}
-		if cfg.LoopbackOnly && !isLoopbackHost(u.Hostname()) {
-			return fmt.Errorf("%w: loopback-only peers need a SOCKS5 proxy on a loopback address", ErrInvalidConfig)
-		}
-	}
-	if cfg.RetryMin <= 0 {
-		cfg.RetryMin = DefaultRetryMin
-	}
-	if cfg.RetryMax <= 0 {
-		cfg.RetryMax = DefaultRetryMax
-	}
-	if cfg.RetryMax < cfg.RetryMin {
-		cfg.RetryMax = cfg.RetryMin
-	}
-	if cfg.ReplyTimeout == 0 {
-		cfg.ReplyTimeout = DefaultReplyTimeout
-	}
-	for _, d := range []time.Duration{cfg.RendezvousTimeout, cfg.GatherTimeout, cfg.DataChannelTimeout, cfg.IdleTimeout, cfg.DeadPeerTimeout, cfg.ReplyTimeout} {
-		if d < 0 {
-			return fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
-		}
-	}
+// settings is a checked Config with defaults filled in and each value
+// parsed once.
+type settings struct {
+	Config
+	broker     *url.URL // BrokerURL, if set
+	ampCache   *url.URL // AMPCacheURL, if set
+	socks5     *url.URL // SOCKS5Proxy, if set
+	iceURLs    []string // the ICEServers kept (webrtcpeer.ParseICEServers)
+	stunAddrs  []string // host:port of the kept STUN servers, for NAT probing
+	skippedICE []string // the ICEServers skipped, without credentials
+}
 
-	// Rendezvous: sqsqueue > ampcache+url > url (Snowflake's order).
-	if cfg.SQSQueueURL != "" {
-		if cfg.BrokerURL != "" || cfg.AMPCacheURL != "" {
-			return ErrMultipleRendezvous
+// settle fills defaults, checks cfg and parses its values. A Config
+// without a rendezvous method settles: WithRendezvous may supply one.
+func (cfg Config) settle() (*settings, error) {
+	s := &settings{Config: cfg}
+	s.ICEServers = append([]string(nil), cfg.ICEServers...)
+	s.Fronts = append([]string(nil), cfg.Fronts...)
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Max == 0 {
+		s.Max = DefaultMax
+	}
+	if s.Max < 1 || s.Max > MaxMax {
+		return nil, fmt.Errorf("%w: max must be between 1 and %d, not %d", ErrInvalidConfig, MaxMax, s.Max)
+	}
+	if err := s.CovertDTLS.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if s.BridgeFingerprint == "" {
+		s.BridgeFingerprint = messages.DefaultBridgeFingerprint
+	}
+	if _, err := messages.ParseFingerprint(s.BridgeFingerprint); err != nil {
+		return nil, fmt.Errorf("%w: fingerprint: %w", ErrInvalidConfig, err)
+	}
+	if err := rendezvous.CheckUTLSName(s.UTLSImitate); err != nil {
+		return nil, fmt.Errorf("%w: utls-imitate: %w", ErrInvalidConfig, err)
+	}
+	if s.LoopbackOnly && len(s.ICEServers) > 0 {
+		return nil, fmt.Errorf("%w: loopback-only peers take no ICE servers", ErrInvalidConfig)
+	}
+	s.iceURLs, s.stunAddrs, s.skippedICE = webrtcpeer.ParseICEServers(s.ICEServers)
+	if s.SOCKS5Proxy != "" {
+		var err error
+		if s.socks5, err = parseSOCKS5Proxy(s.SOCKS5Proxy); err != nil {
+			return nil, fmt.Errorf("%w: SOCKS5 proxy: %w", ErrInvalidConfig, err)
 		}
-		if _, err := sqsrendezvous.ParseRegion(cfg.SQSQueueURL); err != nil {
-			return fmt.Errorf("%w: sqsqueue: %w", ErrInvalidConfig, err)
+		if s.LoopbackOnly && !isLoopbackHost(s.socks5.Hostname()) {
+			return nil, fmt.Errorf("%w: loopback-only peers need a SOCKS5 proxy on a loopback address", ErrInvalidConfig)
 		}
-		if cfg.SQSCredentials == "" {
+	}
+	if s.RetryMin <= 0 {
+		s.RetryMin = DefaultRetryMin
+	}
+	if s.RetryMax <= 0 {
+		s.RetryMax = DefaultRetryMax
+	}
+	if s.RetryMax < s.RetryMin {
+		s.RetryMax = s.RetryMin
+	}
+	if s.ReplyTimeout == 0 {
+		s.ReplyTimeout = DefaultReplyTimeout
+	}
+	for _, d := range []time.Duration{s.RendezvousTimeout, s.GatherTimeout, s.DataChannelTimeout, s.IdleTimeout, s.DeadPeerTimeout, s.ReplyTimeout} {
+		if d < 0 {
+			return nil, fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
+		}
+	}
+	if err := s.settleRendezvous(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// settleRendezvous checks the rendezvous options and parses their URLs:
+// sqsqueue > ampcache+url > url (Snowflake's order). The SQS values are
+// parsed by the SQS rendezvous itself, and fronts by the method they
+// front.
+func (s *settings) settleRendezvous() error {
+	if s.SQSQueueURL != "" {
+		if s.BrokerURL != "" || s.AMPCacheURL != "" {
+			return fmt.Errorf("%w: %w", ErrInvalidConfig, ErrMultipleRendezvous)
+		}
+		if s.SQSCredentials == "" {
 			return fmt.Errorf("%w: sqsqueue needs sqscreds", ErrInvalidConfig)
 		}
-		if _, err := sqscreds.Decode(cfg.SQSCredentials); err != nil {
-			return fmt.Errorf("%w: sqscreds: %w", ErrInvalidConfig, err)
+		if s.NewSQSRendezvous == nil {
+			return fmt.Errorf("%w: sqsqueue needs Config.NewSQSRendezvous: set it to New of package %s", ErrInvalidConfig, sqsPackage)
 		}
 		return nil
 	}
-	if cfg.BrokerURL != "" {
-		if _, err := rendezvous.ParseBrokerURL(cfg.BrokerURL); err != nil {
+	var err error
+	if s.BrokerURL != "" {
+		if s.broker, err = rendezvous.ParseBrokerURL(s.BrokerURL); err != nil {
 			return fmt.Errorf("%w: url: %w", ErrInvalidConfig, err)
 		}
 	}
-	for _, f := range cfg.Fronts {
-		if _, err := rendezvous.NewHTTP(rendezvous.HTTPConfig{BrokerURL: "https://broker.invalid/", Fronts: []string{f}}); err != nil {
-			return fmt.Errorf("%w: front %q: %w", ErrInvalidConfig, f, err)
-		}
-	}
-	if cfg.AMPCacheURL != "" {
-		if cfg.BrokerURL == "" {
+	if s.AMPCacheURL != "" {
+		if s.BrokerURL == "" {
 			return fmt.Errorf("%w: ampcache needs url", ErrInvalidConfig)
 		}
-		if _, err := rendezvous.ParseCacheURL(cfg.AMPCacheURL); err != nil {
+		if s.ampCache, err = rendezvous.ParseCacheURL(s.AMPCacheURL); err != nil {
 			return fmt.Errorf("%w: ampcache: %w", ErrInvalidConfig, err)
 		}
-		return nil
-	}
-	if cfg.BrokerURL == "" && !hasRendezvous {
-		return ErrNoRendezvous
 	}
 	return nil
 }
+
+// sqsPackage provides Config.NewSQSRendezvous.
+const sqsPackage = "github.com/flurrypt/flurry/client/sqs"
 
 // ApplyBridgeArgs returns cfg with the options of a bridge line applied
 // (tor passes them as SOCKS arguments; goptlib's pt.Args has this type).

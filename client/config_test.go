@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 
 	"github.com/flurrypt/flurry/client"
+	"github.com/flurrypt/flurry/client/sqs"
 	"github.com/flurrypt/flurry/common/covertdtls"
 )
 
@@ -50,6 +52,9 @@ func TestNewValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.cfg.SQSQueueURL != "" {
+				tt.cfg.NewSQSRendezvous = sqs.New
+			}
 			c, err := client.New(tt.cfg)
 			if tt.want == nil {
 				if err != nil {
@@ -62,6 +67,15 @@ func TestNewValidation(t *testing.T) {
 				t.Fatalf("New error %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSQSNeedsItsPackage: a Config asking for SQS without the package that
+// links the AWS SDK says which package to use.
+func TestSQSNeedsItsPackage(t *testing.T) {
+	_, err := client.New(client.Config{SQSQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", SQSCredentials: "e30="})
+	if !errors.Is(err, client.ErrInvalidConfig) || !strings.Contains(err.Error(), "github.com/flurrypt/flurry/client/sqs") {
+		t.Errorf("New = %v, want ErrInvalidConfig naming package client/sqs", err)
 	}
 }
 

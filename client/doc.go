@@ -83,6 +83,7 @@
 // With Config.SQSQueueURL and SQSCredentials (sqsqueue, sqscreds) the poll
 // request goes through the broker's Amazon SQS queue and the answer comes
 // back through a queue of the client's own, which the client deletes
-// afterwards (client/internal/rendezvous/sqs, the only client package that
-// imports the AWS SDK).
+// afterwards. It needs Config.NewSQSRendezvous set to New of package
+// client/sqs: the AWS SDK it links is left to the programs that offer SQS
+// (flurry-client does).
 package client

@@ -7,7 +7,8 @@ import (
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 )
 
-// Configuration errors, returned by New (wrapped with details).
+// Configuration errors, returned by New (wrapped with details); each also
+// matches ErrInvalidConfig.
 var (
 	// ErrNoRendezvous: no broker URL (url), AMP cache or SQS queue.
 	ErrNoRendezvous = errors.New("no rendezvous method specified: set the broker URL (url=)")

@@ -117,6 +117,16 @@ func TestRoleDependencyLimits(t *testing.T) {
 	}
 }
 
+// TestClientLibraryLinksNoAWS: the client library leaves SQS rendezvous,
+// and with it the AWS SDK, to the programs that import package client/sqs.
+func TestClientLibraryLinksNoAWS(t *testing.T) {
+	for _, p := range listPackages(t, "-deps", module+"/client") {
+		if strings.HasPrefix(p.ImportPath, "github.com/aws/") {
+			t.Errorf("%s/client depends on %s; only %s/client/sqs may link the AWS SDK", module, p.ImportPath, module)
+		}
+	}
+}
+
 // testHelpers are the project's packages made for tests only; they may
 // import testOnly modules, and only tests may import them.
 var testHelpers = []string{module + "/internal/browsertest", module + "/internal/sqstest", module + "/internal/socks5test", module + "/internal/stuntest", module + "/internal/testenv", module + "/internal/turntest", module + "/internal/webrtcfp"}

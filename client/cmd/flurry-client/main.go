@@ -24,6 +24,7 @@ import (
 	pt "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/goptlib"
 
 	"github.com/flurrypt/flurry/client"
+	"github.com/flurrypt/flurry/client/sqs"
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/safelog"
 	"github.com/flurrypt/flurry/common/version"
@@ -130,6 +131,7 @@ func (f *flags) baseConfig(logger *slog.Logger) (client.Config, error) {
 		AMPCacheURL:        f.ampcache,
 		SQSQueueURL:        f.sqsqueue,
 		SQSCredentials:     f.sqscreds,
+		NewSQSRendezvous:   sqs.New, // also for sqsqueue= in bridge lines
 		KeepLocalAddresses: f.keepLocal,
 		LoopbackOnly:       f.loopbackOnly,
 		SOCKS5Proxy:        f.socks5Proxy,

@@ -16,18 +16,18 @@ import (
 // ("c": a document).
 const ampContentType = "c"
 
-// AMPConfig configures an AMP cache rendezvous. BrokerURL and CacheURL are
+// AMPConfig configures an AMP cache rendezvous. Broker and Cache are
 // required.
 type AMPConfig struct {
-	// BrokerURL is the broker's base URL (http or https, on its scheme's
-	// default port: an AMP cache cannot name another); requests go to
-	// BrokerURL resolved against "amp/client/<encoded request>", through
-	// the cache.
-	BrokerURL string
+	// Broker is the broker's base URL, from ParseBrokerURL, on its
+	// scheme's default port (an AMP cache cannot name another); requests
+	// go to Broker resolved against "amp/client/<encoded request>",
+	// through the cache.
+	Broker *url.URL
 
-	// CacheURL is the AMP cache (the ampcache bridge-line option), e.g.
-	// https://cdn.ampproject.org/: http or https, no query or fragment.
-	CacheURL string
+	// Cache is the AMP cache (the ampcache bridge-line option), from
+	// ParseCacheURL, e.g. https://cdn.ampproject.org/.
+	Cache *url.URL
 
 	// Fronts are front domains (host or host:port). When not empty, each
 	// request goes to a random one of them, with the cache's host for the
@@ -55,16 +55,12 @@ type AMP struct {
 
 // NewAMP checks cfg and returns an AMP cache rendezvous.
 func NewAMP(cfg AMPConfig) (*AMP, error) {
-	if cfg.BrokerURL == "" {
+	broker, cache := cfg.Broker, cfg.Cache
+	if broker == nil {
 		return nil, ErrNoBrokerURL
 	}
-	broker, err := ParseBrokerURL(cfg.BrokerURL)
-	if err != nil {
-		return nil, err
-	}
-	cache, err := ParseCacheURL(cfg.CacheURL)
-	if err != nil {
-		return nil, err
+	if cache == nil {
+		return nil, ErrNoCacheURL
 	}
 	// Fail now, not at every exchange, if the cache cannot serve the
 	// broker (a port other than the scheme's default).

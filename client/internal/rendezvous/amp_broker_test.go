@@ -77,8 +77,8 @@ func TestAMPWithBroker(t *testing.T) {
 	b, origin := startBroker(t)
 	c := startAMPCache(t, "", cacheProxy(t, origin))
 	a, err := NewAMP(AMPConfig{
-		BrokerURL: "https://broker.test/",
-		CacheURL:  "https://cache.test/",
+		Broker:    mustURL(t, ParseBrokerURL, "https://broker.test/"),
+		Cache:     mustURL(t, ParseCacheURL, "https://cache.test/"),
 		Fronts:    []string{"front-a.test", "front-b.test"},
 		Transport: c.tr,
 	})

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -123,7 +124,7 @@ func TestAMPRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := startAMPCache(t, tt.imitate, armored(`{"answer":"x"}`))
-			a, err := NewAMP(AMPConfig{BrokerURL: tt.broker, CacheURL: tt.cache, Fronts: tt.fronts, Transport: c.tr})
+			a, err := NewAMP(AMPConfig{Broker: mustURL(t, ParseBrokerURL, tt.broker), Cache: mustURL(t, ParseCacheURL, tt.cache), Fronts: tt.fronts, Transport: c.tr})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +190,7 @@ func TestAMPExchangeErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := startAMPCache(t, "", tt.handler)
-			a, err := NewAMP(AMPConfig{BrokerURL: "https://broker.test/", CacheURL: "https://cache.test/", Transport: c.tr})
+			a, err := NewAMP(AMPConfig{Broker: mustURL(t, ParseBrokerURL, "https://broker.test/"), Cache: mustURL(t, ParseCacheURL, "https://cache.test/"), Transport: c.tr})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +216,7 @@ func TestAMPExchangeErrors(t *testing.T) {
 			}
 		})
 		defer close(release)
-		a, err := NewAMP(AMPConfig{BrokerURL: "https://broker.test/", CacheURL: "https://cache.test/", Transport: c.tr, Timeout: 200 * time.Millisecond})
+		a, err := NewAMP(AMPConfig{Broker: mustURL(t, ParseBrokerURL, "https://broker.test/"), Cache: mustURL(t, ParseCacheURL, "https://cache.test/"), Transport: c.tr, Timeout: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +236,7 @@ func TestAMPExchangeErrors(t *testing.T) {
 			}
 		})
 		defer close(release)
-		a, err := NewAMP(AMPConfig{BrokerURL: "https://broker.test/", CacheURL: "https://cache.test/", Transport: c.tr})
+		a, err := NewAMP(AMPConfig{Broker: mustURL(t, ParseBrokerURL, "https://broker.test/"), Cache: mustURL(t, ParseCacheURL, "https://cache.test/"), Transport: c.tr})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,9 +275,16 @@ func TestNewAMPValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.broker+" "+tt.cache, func(t *testing.T) {
-			_, err := NewAMP(AMPConfig{BrokerURL: tt.broker, CacheURL: tt.cache, Fronts: tt.fronts})
+			broker, err := ParseBrokerURL(tt.broker)
+			var cache *url.URL
+			if err == nil {
+				cache, err = ParseCacheURL(tt.cache)
+			}
+			if err == nil {
+				_, err = NewAMP(AMPConfig{Broker: broker, Cache: cache, Fronts: tt.fronts})
+			}
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
-				t.Fatalf("NewAMP = %v, want %v", err, tt.want)
+				t.Fatalf("parse and NewAMP = %v, want %v", err, tt.want)
 			}
 		})
 	}
@@ -286,7 +294,7 @@ func TestNewAMPValidation(t *testing.T) {
 // answers at once).
 func BenchmarkAMPExchange(b *testing.B) {
 	c := startAMPCache(b, "", armored(`{"answer":"x"}`))
-	a, err := NewAMP(AMPConfig{BrokerURL: "https://broker.test/", CacheURL: "https://cache.test/", Transport: c.tr})
+	a, err := NewAMP(AMPConfig{Broker: mustURL(b, ParseBrokerURL, "https://broker.test/"), Cache: mustURL(b, ParseCacheURL, "https://cache.test/"), Transport: c.tr})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,11 +24,11 @@ const DefaultTimeout = 15 * time.Second
 const contentType = "application/x-www-form-urlencoded"
 
 // HTTPConfig configures an HTTP rendezvous. The zero value is not usable:
-// BrokerURL is required.
+// Broker is required.
 type HTTPConfig struct {
-	// BrokerURL is the broker's base URL (http or https); requests go to
-	// BrokerURL resolved against "client".
-	BrokerURL string
+	// Broker is the broker's base URL, from ParseBrokerURL; requests go
+	// to Broker resolved against "client".
+	Broker *url.URL
 
 	// Fronts are front domains (host or host:port). When not empty, each
 	// request goes to a random one of them, with BrokerURL's host in the
@@ -47,29 +47,28 @@ type HTTPConfig struct {
 // HTTP is the HTTPS rendezvous method with optional domain fronting.
 // It is safe for concurrent use.
 type HTTP struct {
-	endpoint *url.URL // BrokerURL resolved against "client"
+	endpoint *url.URL // Broker resolved against "client"
 	fronted
 }
 
 // NewHTTP checks cfg and returns an HTTP rendezvous.
 func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
-	if cfg.BrokerURL == "" {
+	if cfg.Broker == nil {
 		return nil, ErrNoBrokerURL
-	}
-	base, err := ParseBrokerURL(cfg.BrokerURL)
-	if err != nil {
-		return nil, err
 	}
 	f, err := newFronted(cfg.Fronts, cfg.Transport, cfg.Timeout)
 	if err != nil {
 		return nil, err
 	}
-	return &HTTP{endpoint: base.ResolveReference(&url.URL{Path: "client"}), fronted: f}, nil
+	return &HTTP{endpoint: cfg.Broker.ResolveReference(&url.URL{Path: "client"}), fronted: f}, nil
 }
 
 // ParseBrokerURL parses and checks a broker URL: absolute, http or https,
 // with a host and no user information.
 func ParseBrokerURL(s string) (*url.URL, error) {
+	if s == "" {
+		return nil, ErrNoBrokerURL
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBrokerURL, err)

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -180,7 +181,7 @@ func TestFronting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := startTLSBroker(t, tt.http2, okHandler)
 			h, err := NewHTTP(HTTPConfig{
-				BrokerURL: "https://broker.test/base/",
+				Broker:    mustURL(t, ParseBrokerURL, "https://broker.test/base/"),
 				Fronts:    tt.fronts,
 				Transport: b.transport(t, tt.imitate, tt.noSNI),
 			})
@@ -264,7 +265,7 @@ func TestExchangeErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rt.(*http.Transport).CloseIdleConnections()
-			h, err := NewHTTP(HTTPConfig{BrokerURL: srv.URL, Transport: rt, Timeout: 300 * time.Millisecond})
+			h, err := NewHTTP(HTTPConfig{Broker: mustURL(t, ParseBrokerURL, srv.URL), Transport: rt, Timeout: 300 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +289,7 @@ func TestExchangeErrors(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		h, err := NewHTTP(HTTPConfig{BrokerURL: "http://" + addr + "/"})
+		h, err := NewHTTP(HTTPConfig{Broker: mustURL(t, ParseBrokerURL, "http://"+addr+"/")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,7 +309,7 @@ func TestExchangeErrors(t *testing.T) {
 		}))
 		defer srv.Close()
 		defer close(hold)
-		h, err := NewHTTP(HTTPConfig{BrokerURL: srv.URL})
+		h, err := NewHTTP(HTTPConfig{Broker: mustURL(t, ParseBrokerURL, srv.URL)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,6 +325,16 @@ func TestExchangeErrors(t *testing.T) {
 // always adapts a handler that never hangs to the table's shape.
 func always(h http.HandlerFunc) func(<-chan struct{}) http.HandlerFunc {
 	return func(<-chan struct{}) http.HandlerFunc { return h }
+}
+
+// mustURL returns parse(s) for a URL that must pass.
+func mustURL(t testing.TB, parse func(string) (*url.URL, error), s string) *url.URL {
+	t.Helper()
+	u, err := parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 func TestNewHTTPValidation(t *testing.T) {
@@ -346,9 +357,12 @@ func TestNewHTTPValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url+strings.Join(tt.fronts, ","), func(t *testing.T) {
-			_, err := NewHTTP(HTTPConfig{BrokerURL: tt.url, Fronts: tt.fronts})
+			u, err := ParseBrokerURL(tt.url)
+			if err == nil {
+				_, err = NewHTTP(HTTPConfig{Broker: u, Fronts: tt.fronts})
+			}
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
-				t.Fatalf("NewHTTP = %v, want %v", err, tt.want)
+				t.Fatalf("ParseBrokerURL and NewHTTP = %v, want %v", err, tt.want)
 			}
 		})
 	}
