@@ -164,6 +164,7 @@ type Config struct {
 type settings struct {
 	Config
 	brokerPoll, brokerAnswer *url.URL
+	relay                    *url.URL // RelayURL, if set
 	pattern                  relaypattern.Pattern
 	relayPorts               portSet
 	natProbe                 *url.URL
@@ -176,11 +177,12 @@ func durationDefault(d *time.Duration, def time.Duration) {
 	}
 }
 
+// settle fills defaults, checks cfg and parses each of its values once.
 func (cfg Config) settle() (*settings, error) {
 	s := &settings{Config: cfg}
 	s.STUNURLs = append([]string(nil), cfg.STUNURLs...)
 	if s.BrokerURL == "" {
-		return nil, ErrNoBroker
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, ErrNoBroker)
 	}
 	base, err := url.Parse(s.BrokerURL)
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
@@ -189,16 +191,17 @@ func (cfg Config) settle() (*settings, error) {
 	s.brokerPoll = base.ResolveReference(&url.URL{Path: "proxy"})
 	s.brokerAnswer = base.ResolveReference(&url.URL{Path: "answer"})
 
-	rule := s.AllowedRelayPattern
-	if rule == "" {
-		if s.RelayURL == "" {
-			return nil, fmt.Errorf("%w: set a relay URL or an allowed relay pattern", ErrInvalidConfig)
-		}
-		u, err := url.Parse(s.RelayURL)
-		if err != nil || u.Hostname() == "" {
+	if s.RelayURL != "" {
+		if s.relay, err = url.Parse(s.RelayURL); err != nil || s.relay.Hostname() == "" {
 			return nil, fmt.Errorf("%w: relay URL %q", ErrInvalidConfig, s.RelayURL)
 		}
-		rule = defaultRelayRule(u)
+	}
+	rule := s.AllowedRelayPattern
+	if rule == "" {
+		if s.relay == nil {
+			return nil, fmt.Errorf("%w: set a relay URL or an allowed relay pattern", ErrInvalidConfig)
+		}
+		rule = defaultRelayRule(s.relay)
 	}
 	if !strings.HasSuffix(rule, "$") {
 		return nil, fmt.Errorf("%w: relay pattern %q must end with $", ErrInvalidConfig, rule)
@@ -206,18 +209,18 @@ func (cfg Config) settle() (*settings, error) {
 	if rule, s.relayPorts, err = splitRelayPattern(rule); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if s.RelayURL != "" {
+	if s.relay != nil {
 		// The default relay's port was named by the operator: a Snowflake
 		// command line (-relay wss://host:8443/ with a pattern that names
 		// no port) keeps working.
-		s.relayPorts = s.relayPorts.withRelayPort(s.RelayURL)
+		s.relayPorts = s.relayPorts.withRelayPort(s.relay)
 	}
 	s.AllowedRelayPattern = rule // the hostname part, for the broker
 	if s.pattern, err = relaypattern.Parse(rule); err != nil {
 		return nil, fmt.Errorf("%w: relay pattern: %w", ErrInvalidConfig, err)
 	}
-	if s.RelayURL != "" {
-		if _, err := s.policy().checkURL(s.RelayURL); err != nil {
+	if s.relay != nil {
+		if err := s.policy().checkParsedURL(s.relay); err != nil {
 			return nil, fmt.Errorf("%w: default relay: %w", ErrInvalidConfig, err)
 		}
 	}

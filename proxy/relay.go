@@ -49,37 +49,45 @@ func (r relayPolicy) checkURL(raw string) (*url.URL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRelayURL, err)
 	}
+	if err := r.checkParsedURL(u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// checkParsedURL is checkURL for a parsed URL.
+func (r relayPolicy) checkParsedURL(u *url.URL) error {
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil && !r.allowPrivate && notGlobal(ip) {
-		return nil, ErrRelayPrivate
+		return ErrRelayPrivate
 	}
 	switch u.Scheme {
 	case "wss":
 	case "ws":
 		if !r.allowNonTLS {
-			return nil, fmt.Errorf("%w: ws:// needs the non-TLS relay option", ErrRelayScheme)
+			return fmt.Errorf("%w: ws:// needs the non-TLS relay option", ErrRelayScheme)
 		}
 	default:
-		return nil, ErrRelayScheme
+		return ErrRelayScheme
 	}
 	if host == "" || u.Opaque != "" {
-		return nil, ErrRelayURL
+		return ErrRelayURL
 	}
 	if !r.pattern.Match(host) {
-		return nil, ErrRelayHostname
+		return ErrRelayHostname
 	}
 	port := defaultPort(u.Scheme)
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
 		if err != nil || n == 0 {
-			return nil, ErrRelayURL
+			return ErrRelayURL
 		}
 		port = uint16(n)
 	}
 	if !r.ports.allows(port, defaultPort(u.Scheme)) {
-		return nil, ErrRelayPort
+		return ErrRelayPort
 	}
-	return u, nil
+	return nil
 }
 
 // resolve returns the addresses of host, all of which passed the private

@@ -104,12 +104,11 @@ func splitRelayPattern(rule string) (string, portSet, error) {
 	return bare + "$", ps, nil
 }
 
-// withRelayPort adds the explicit port of relay (the default relay URL) to
+// withRelayPort adds the explicit port of u (the default relay URL) to
 // a set that names no ports, so that the operator's own relay is allowed on
 // the port they gave it. Sets that name ports are kept as they are.
-func (ps portSet) withRelayPort(relay string) portSet {
-	u, err := url.Parse(relay)
-	if ps.any || len(ps.ports) > 0 || err != nil || u.Port() == "" {
+func (ps portSet) withRelayPort(u *url.URL) portSet {
+	if ps.any || len(ps.ports) > 0 || u.Port() == "" {
 		return ps
 	}
 	n, err := strconv.ParseUint(u.Port(), 10, 16)
