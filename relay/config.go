@@ -143,8 +143,15 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// withDefaults returns a copy of cfg with defaults filled in, or an error.
-func (cfg Config) withDefaults() (Config, error) {
+// settings is a checked Config with defaults filled in. The relay's values
+// arrive parsed (netip.Prefix, *tls.Config, DialFunc), so it adds no
+// field of its own.
+type settings struct {
+	Config
+}
+
+// settle fills defaults and checks cfg.
+func (cfg Config) settle() (*settings, error) {
 	if cfg.ListenAddr == "" {
 		cfg.ListenAddr = DefaultListenAddr
 	}
@@ -181,7 +188,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.TrustedProxies = append([]netip.Prefix(nil), cfg.TrustedProxies...)
 	for _, p := range cfg.TrustedProxies {
 		if !p.IsValid() {
-			return cfg, fmt.Errorf("%w: invalid trusted proxy prefix", ErrInvalidConfig)
+			return nil, fmt.Errorf("%w: invalid trusted proxy prefix", ErrInvalidConfig)
 		}
 	}
 	if cfg.CarrierIdleTimeout == 0 {
@@ -201,18 +208,18 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case cfg.NumTurbotunnel < 0 || cfg.NumTurbotunnel > 1024:
-		return cfg, fmt.Errorf("%w: NumTurbotunnel %d out of range 1..1024", ErrInvalidConfig, cfg.NumTurbotunnel)
+		return nil, fmt.Errorf("%w: NumTurbotunnel %d out of range 1..1024", ErrInvalidConfig, cfg.NumTurbotunnel)
 	case cfg.DialTimeout < 0, cfg.HandshakeTimeout < 0, cfg.CarrierIdleTimeout < 0,
 		cfg.ClientTimeout < 0, cfg.ShutdownTimeout < 0, cfg.TokenTimeout < 0, cfg.SessionOpenTimeout < 0:
-		return cfg, fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
 	case cfg.NewSessionBurst < 0:
-		return cfg, fmt.Errorf("%w: negative NewSessionBurst", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: negative NewSessionBurst", ErrInvalidConfig)
 	case cfg.Path != "" && cfg.Path[0] != '/':
-		return cfg, fmt.Errorf("%w: Path %q does not start with /", ErrInvalidConfig, cfg.Path)
+		return nil, fmt.Errorf("%w: Path %q does not start with /", ErrInvalidConfig, cfg.Path)
 	}
 	if len(cfg.Backends) > 0 {
 		if cfg.Dial != nil || cfg.ForwardAddr != "" {
-			return cfg, fmt.Errorf("%w: Backends exclude Dial and ForwardAddr", ErrInvalidConfig)
+			return nil, fmt.Errorf("%w: Backends exclude Dial and ForwardAddr", ErrInvalidConfig)
 		}
 		if cfg.Transport == "" {
 			cfg.Transport = "snowflake"
@@ -221,31 +228,31 @@ func (cfg Config) withDefaults() (Config, error) {
 			cfg.BackendCheckInterval = DefaultBackendCheckInterval
 		}
 		if cfg.BackendCheckInterval < 0 {
-			return cfg, fmt.Errorf("%w: negative BackendCheckInterval", ErrInvalidConfig)
+			return nil, fmt.Errorf("%w: negative BackendCheckInterval", ErrInvalidConfig)
 		}
 		backends := make([]Backend, len(cfg.Backends))
 		names := make(map[string]bool, len(backends))
 		for i, b := range cfg.Backends {
 			b, err := b.withDefaults()
 			if err != nil {
-				return cfg, err
+				return nil, err
 			}
 			if names[b.Name] {
-				return cfg, fmt.Errorf("%w: two backends named %q", ErrInvalidConfig, b.Name)
+				return nil, fmt.Errorf("%w: two backends named %q", ErrInvalidConfig, b.Name)
 			}
 			names[b.Name] = true
 			backends[i] = b
 		}
 		cfg.Backends = backends
-		return cfg, nil
+		return &settings{Config: cfg}, nil
 	}
 	if cfg.Dial == nil {
 		if cfg.ForwardAddr == "" {
-			return cfg, ErrNoTarget
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, ErrNoTarget)
 		}
 		cfg.Dial = TCPDialer(cfg.ForwardAddr)
 	}
-	return cfg, nil
+	return &settings{Config: cfg}, nil
 }
 
 // trusts reports whether a is one of the trusted proxies.

@@ -26,7 +26,7 @@ import (
 // New, serve WebSockets with Serve or Run (or mount Handler in your own
 // server), and stop it with Close.
 type Relay struct {
-	cfg      Config
+	cfg      *settings
 	log      *slog.Logger
 	seed     maphash.Seed // per-process key for assigning ClientIDs to shards
 	shards   []*shard
@@ -64,12 +64,13 @@ type clientState struct {
 // New returns a Relay configured by cfg (see Config for defaults). It
 // starts the turbotunnel state machines; Close stops them.
 func New(cfg Config) (*Relay, error) {
-	cfg, err := cfg.withDefaults()
+	s, err := cfg.settle()
 	if err != nil {
 		return nil, err
 	}
+	cfg = s.Config // defaults filled in
 	r := &Relay{
-		cfg:      cfg,
+		cfg:      s,
 		log:      cfg.Logger,
 		seed:     maphash.MakeSeed(),
 		pools:    newBufferPools(),
