@@ -284,20 +284,11 @@ func (p *testProxy) answer(ctx context.Context, offerJSON string) (string, error
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
 		return "", err
 	}
-	ans, err := pc.CreateAnswer(nil)
+	local, err := webrtcnet.LocalDescription(ctx, pc, webrtc.SDPTypeAnswer, hangGuard, false)
 	if err != nil {
 		return "", err
 	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(ans); err != nil {
-		return "", err
-	}
-	select {
-	case <-gathered:
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-	return messages.SessionDescription{Type: messages.SDPTypeAnswer, SDP: pc.LocalDescription().SDP}.Encode()
+	return messages.SessionDescription{Type: messages.SDPTypeAnswer, SDP: local.SDP}.Encode()
 }
 
 // rawStream gives a detached DataChannel the io.ReadWriter shape; while

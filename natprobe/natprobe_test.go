@@ -2,6 +2,7 @@ package natprobe
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -35,16 +36,11 @@ func snowflakeProbeBody(t testing.TB) (*webrtc.PeerConnection, chan struct{}, []
 	}
 	opened := make(chan struct{}, 1)
 	dc.OnOpen(func() { opened <- struct{}{} })
-	offer, err := pc.CreateOffer(nil)
+	local, err := webrtcnet.LocalDescription(context.Background(), pc, webrtc.SDPTypeOffer, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(offer); err != nil {
-		t.Fatal(err)
-	}
-	<-gathered
-	offerJSON, _ := json.Marshal(pc.LocalDescription())
+	offerJSON, _ := json.Marshal(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: local.SDP})
 	body, _ := json.Marshal(struct {
 		Status   string
 		Offer    string

@@ -83,11 +83,7 @@ func gatherAnswer(t testing.TB, p *Proxy, c *testClient) (gathered, answer strin
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
 		t.Fatal(err)
 	}
-	desc, err := pc.CreateAnswer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer, err = p.localDescription(context.Background(), pc, desc, 30*time.Second)
+	answer, err = p.localDescription(context.Background(), pc, webrtc.SDPTypeAnswer, 30*time.Second)
 	return pc.LocalDescription().SDP, answer, err
 }
 

@@ -42,11 +42,7 @@ func (p *Proxy) ProbeNAT(ctx context.Context) (string, error) {
 	var once sync.Once
 	dc.OnOpen(func() { once.Do(func() { close(opened) }) })
 
-	offer, err := pc.CreateOffer(nil)
-	if err != nil {
-		return p.NATType(), fmt.Errorf("%w: %w", ErrNATProbe, err)
-	}
-	offerSDP, err := p.localDescription(ctx, pc, offer, p.s.NATProbeTimeout)
+	offerSDP, err := p.localDescription(ctx, pc, webrtc.SDPTypeOffer, p.s.NATProbeTimeout)
 	if err != nil {
 		return p.NATType(), fmt.Errorf("%w: %w", ErrNATProbe, err)
 	}

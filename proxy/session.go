@@ -111,11 +111,7 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
 		return FailOffer, fmt.Errorf("%w: refused by WebRTC", ErrBadOffer)
 	}
-	answer, err := pc.CreateAnswer(nil)
-	if err != nil {
-		return FailAnswer, fmt.Errorf("create answer: %w", err)
-	}
-	answerSDP, err := p.localDescription(ctx, pc, answer, p.s.AnswerTimeout)
+	answerSDP, err := p.localDescription(ctx, pc, webrtc.SDPTypeAnswer, p.s.AnswerTimeout)
 	if err != nil {
 		return FailAnswer, fmt.Errorf("gather candidates: %w", err)
 	}

@@ -69,16 +69,11 @@ func newTestClient(t testing.TB) *testClient {
 		}
 		c.opened <- rwc
 	})
-	offer, err := pc.CreateOffer(nil)
+	local, err := webrtcnet.LocalDescription(context.Background(), pc, webrtc.SDPTypeOffer, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(offer); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, gathered, "client ICE gathering")
-	c.offer, err = messages.SessionDescription{Type: "offer", SDP: pc.LocalDescription().SDP}.Encode()
+	c.offer, err = messages.SessionDescription{Type: "offer", SDP: local.SDP}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,12 +69,12 @@ func (p *Proxy) iceConfig() webrtc.Configuration {
 	return c
 }
 
-// localDescription sets desc as the local description and returns the SDP
+// localDescription creates the offer or answer (typ) and returns the SDP
 // to send once ICE gathering completes or timeout passes, with local
 // candidates stripped unless they are to be kept.
-func (p *Proxy) localDescription(ctx context.Context, pc *webrtc.PeerConnection, desc webrtc.SessionDescription, timeout time.Duration) (string, error) {
+func (p *Proxy) localDescription(ctx context.Context, pc *webrtc.PeerConnection, typ webrtc.SDPType, timeout time.Duration) (string, error) {
 	stripLocal := !p.s.KeepLocalAddresses && !p.s.LoopbackOnly
-	local, err := webrtcnet.LocalDescription(ctx, pc, desc, timeout, stripLocal)
+	local, err := webrtcnet.LocalDescription(ctx, pc, typ, timeout, stripLocal)
 	switch {
 	case errors.Is(err, webrtcnet.ErrNoLocalDescription):
 		return "", ErrPeerConnectionFailed

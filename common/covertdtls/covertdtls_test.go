@@ -1,6 +1,7 @@
 package covertdtls_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -146,28 +147,17 @@ func handshake(t *testing.T, c covertdtls.Config, answererRole webrtc.DTLSRole) 
 // exchange runs a non-trickle offer/answer between two peers.
 func exchange(t *testing.T, offerer, answerer *webrtc.PeerConnection) {
 	t.Helper()
-	offer, err := offerer.CreateOffer(nil)
+	local, err := webrtcnet.LocalDescription(context.Background(), offerer, webrtc.SDPTypeOffer, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := webrtc.GatheringCompletePromise(offerer)
-	if err := offerer.SetLocalDescription(offer); err != nil {
+	if err := answerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: local.SDP}); err != nil {
 		t.Fatal(err)
 	}
-	<-g
-	if err := answerer.SetRemoteDescription(*offerer.LocalDescription()); err != nil {
+	if local, err = webrtcnet.LocalDescription(context.Background(), answerer, webrtc.SDPTypeAnswer, time.Minute, false); err != nil {
 		t.Fatal(err)
 	}
-	answer, err := answerer.CreateAnswer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g = webrtc.GatheringCompletePromise(answerer)
-	if err := answerer.SetLocalDescription(answer); err != nil {
-		t.Fatal(err)
-	}
-	<-g
-	if err := offerer.SetRemoteDescription(*answerer.LocalDescription()); err != nil {
+	if err := offerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: local.SDP}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package sockbuf
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -110,28 +111,17 @@ func dataChannelPair(tb testing.TB, buffered bool) (send, recv datachannel.ReadW
 			}
 		})
 	})
-	offer, err := offerer.CreateOffer(nil)
+	local, err := webrtcnet.LocalDescription(context.Background(), offerer, webrtc.SDPTypeOffer, time.Minute, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	gathered := webrtc.GatheringCompletePromise(offerer)
-	if err := offerer.SetLocalDescription(offer); err != nil {
+	if err := answerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: local.SDP}); err != nil {
 		tb.Fatal(err)
 	}
-	<-gathered
-	if err := answerer.SetRemoteDescription(*offerer.LocalDescription()); err != nil {
+	if local, err = webrtcnet.LocalDescription(context.Background(), answerer, webrtc.SDPTypeAnswer, time.Minute, false); err != nil {
 		tb.Fatal(err)
 	}
-	answer, err := answerer.CreateAnswer(nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	gathered = webrtc.GatheringCompletePromise(answerer)
-	if err := answerer.SetLocalDescription(answer); err != nil {
-		tb.Fatal(err)
-	}
-	<-gathered
-	if err := offerer.SetRemoteDescription(*answerer.LocalDescription()); err != nil {
+	if err := offerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: local.SDP}); err != nil {
 		tb.Fatal(err)
 	}
 	timeout := time.After(30 * time.Second)

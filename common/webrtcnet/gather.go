@@ -29,12 +29,26 @@ type Description struct {
 	AnyCandidate bool
 }
 
-// LocalDescription sets desc as pc's local description, waits until ICE
-// gathering completes or timeout passes, and returns the description to
-// send with the candidates found by then (no trickle ICE, as Snowflake
-// does), those on local addresses stripped if stripLocal
-// (sdp.StripLocalCandidates). It returns ctx's error if ctx ends first.
-func LocalDescription(ctx context.Context, pc *webrtc.PeerConnection, desc webrtc.SessionDescription, timeout time.Duration, stripLocal bool) (Description, error) {
+// LocalDescription creates pc's offer or answer (typ), sets it as the
+// local description, waits until ICE gathering completes or timeout
+// passes, and returns the description to send with the candidates found by
+// then (no trickle ICE, as Snowflake does), those on local addresses
+// stripped if stripLocal (sdp.StripLocalCandidates). It returns ctx's
+// error if ctx ends first.
+func LocalDescription(ctx context.Context, pc *webrtc.PeerConnection, typ webrtc.SDPType, timeout time.Duration, stripLocal bool) (Description, error) {
+	var desc webrtc.SessionDescription
+	var err error
+	switch typ {
+	case webrtc.SDPTypeOffer:
+		desc, err = pc.CreateOffer(nil)
+	case webrtc.SDPTypeAnswer:
+		desc, err = pc.CreateAnswer(nil)
+	default:
+		return Description{}, fmt.Errorf("create %s: not an offer or answer", typ)
+	}
+	if err != nil {
+		return Description{}, fmt.Errorf("create %s: %w", typ, err)
+	}
 	gathered := webrtc.GatheringCompletePromise(pc)
 	if err := pc.SetLocalDescription(desc); err != nil {
 		return Description{}, fmt.Errorf("set local description: %w", err)

@@ -13,9 +13,8 @@ import (
 	"github.com/flurrypt/flurry/common/sdp"
 )
 
-// newOffer returns a loopback-only peer connection with a DataChannel and
-// its offer, not yet set as its local description.
-func newOffer(t *testing.T) (*webrtc.PeerConnection, webrtc.SessionDescription) {
+// newOfferer returns a loopback-only peer connection with a DataChannel.
+func newOfferer(t *testing.T) *webrtc.PeerConnection {
 	t.Helper()
 	var se webrtc.SettingEngine
 	LoopbackOnly(&se, nil)
@@ -27,11 +26,7 @@ func newOffer(t *testing.T) (*webrtc.PeerConnection, webrtc.SessionDescription) 
 	if _, err := pc.CreateDataChannel("test", nil); err != nil {
 		t.Fatal(err)
 	}
-	offer, err := pc.CreateOffer(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pc, offer
+	return pc
 }
 
 // TestLocalDescription: a loopback-only peer gathers loopback candidates
@@ -39,8 +34,7 @@ func newOffer(t *testing.T) (*webrtc.PeerConnection, webrtc.SessionDescription) 
 func TestLocalDescription(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	for _, strip := range []bool{false, true} {
-		pc, offer := newOffer(t)
-		d, err := LocalDescription(context.Background(), pc, offer, time.Minute, strip)
+		d, err := LocalDescription(context.Background(), newOfferer(t), webrtc.SDPTypeOffer, time.Minute, strip)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,10 +62,9 @@ func TestLocalDescription(t *testing.T) {
 // error.
 func TestLocalDescriptionContext(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	pc, offer := newOffer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := LocalDescription(ctx, pc, offer, time.Minute, false); !errors.Is(err, context.Canceled) {
+	if _, err := LocalDescription(ctx, newOfferer(t), webrtc.SDPTypeOffer, time.Minute, false); !errors.Is(err, context.Canceled) {
 		t.Errorf("LocalDescription = %v, want context.Canceled", err)
 	}
 }

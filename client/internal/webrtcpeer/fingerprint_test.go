@@ -133,20 +133,11 @@ func flurryPair(t *testing.T, mode covertdtls.Mode) webrtcfp.Features {
 		if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: sdp}); err != nil {
 			return "", err
 		}
-		ans, err := pc.CreateAnswer(nil)
+		local, err := webrtcnet.LocalDescription(ctx, pc, webrtc.SDPTypeAnswer, time.Minute, false)
 		if err != nil {
 			return "", err
 		}
-		gathered := webrtc.GatheringCompletePromise(pc)
-		if err := pc.SetLocalDescription(ans); err != nil {
-			return "", err
-		}
-		select {
-		case <-gathered:
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-		sdp, err = r.Rewrite(webrtcfp.Answerer, pc.LocalDescription().SDP)
+		sdp, err = r.Rewrite(webrtcfp.Answerer, local.SDP)
 		if err != nil {
 			return "", err
 		}

@@ -245,11 +245,7 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		}
 	})
 
-	offerDesc, err := pc.CreateOffer(nil)
-	if err != nil {
-		return nil, fmt.Errorf("create offer: %w", err)
-	}
-	offer, err := webrtcnet.LocalDescription(ctx, pc, offerDesc, d.cfg.GatherTimeout, d.stripLocal)
+	offer, err := webrtcnet.LocalDescription(ctx, pc, webrtc.SDPTypeOffer, d.cfg.GatherTimeout, d.stripLocal)
 	if err != nil {
 		return nil, err
 	}
