@@ -108,7 +108,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		}
 	}
 	peerCfg := webrtcpeer.Config{
-		ICEServers:         s.iceURLs,
+		ICEServers:         s.iceServers,
 		LoopbackOnly:       s.LoopbackOnly,
 		KeepLocalAddresses: s.KeepLocalAddresses,
 		CovertDTLS:         s.CovertDTLS,

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pion/webrtc/v4"
+
 	"github.com/flurrypt/flurry/client/internal/rendezvous"
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 	"github.com/flurrypt/flurry/common/covertdtls"
@@ -155,12 +157,12 @@ type Config struct {
 // parsed once.
 type settings struct {
 	Config
-	broker     *url.URL // BrokerURL, if set
-	ampCache   *url.URL // AMPCacheURL, if set
-	socks5     *url.URL // SOCKS5Proxy, if set
-	iceURLs    []string // the ICEServers kept (webrtcpeer.ParseICEServers)
-	stunAddrs  []string // host:port of the kept STUN servers, for NAT probing
-	skippedICE []string // the ICEServers skipped, without credentials
+	broker     *url.URL           // BrokerURL, if set
+	ampCache   *url.URL           // AMPCacheURL, if set
+	socks5     *url.URL           // SOCKS5Proxy, if set
+	iceServers []webrtc.ICEServer // the ICEServers kept (webrtcpeer.ParseICEServers)
+	stunAddrs  []string           // host:port of the kept STUN servers, for NAT probing
+	skippedICE []string           // the ICEServers skipped, without credentials
 }
 
 // settle fills defaults, checks cfg and parses its values. A Config
@@ -193,7 +195,7 @@ func (cfg Config) settle() (*settings, error) {
 	if s.LoopbackOnly && len(s.ICEServers) > 0 {
 		return nil, fmt.Errorf("%w: loopback-only peers take no ICE servers", ErrInvalidConfig)
 	}
-	s.iceURLs, s.stunAddrs, s.skippedICE = webrtcpeer.ParseICEServers(s.ICEServers)
+	s.iceServers, s.stunAddrs, s.skippedICE = webrtcpeer.ParseICEServers(s.ICEServers)
 	if s.SOCKS5Proxy != "" {
 		var err error
 		if s.socks5, err = parseSOCKS5Proxy(s.SOCKS5Proxy); err != nil {

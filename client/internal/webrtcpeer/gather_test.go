@@ -52,7 +52,7 @@ func TestOfferBehindNAT(t *testing.T) {
 	public := netip.MustParseAddr("203.0.113.9")
 	stunURL := stuntest.Start(t, public)
 	for _, keepLocal := range []bool{false, true} {
-		d, err := NewDialer(Config{ICEServers: []string{stunURL}, KeepLocalAddresses: keepLocal, configureSettingEngine: loopbackInterfaces})
+		d, err := NewDialer(Config{ICEServers: []webrtc.ICEServer{{URLs: []string{stunURL}}}, KeepLocalAddresses: keepLocal, configureSettingEngine: loopbackInterfaces})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pion/webrtc/v4"
 	"go.uber.org/goleak"
 )
 
@@ -20,7 +21,7 @@ func TestGatherDeadline(t *testing.T) {
 	}
 	defer silent.Close()
 	d, err := NewDialer(Config{
-		ICEServers:             []string{"stun:" + silent.LocalAddr().String()},
+		ICEServers:             []webrtc.ICEServer{{URLs: []string{"stun:" + silent.LocalAddr().String()}}},
 		KeepLocalAddresses:     true,
 		GatherTimeout:          200 * time.Millisecond,
 		configureSettingEngine: loopbackInterfaces,

@@ -146,13 +146,15 @@ func validHost(h string) bool {
 }
 
 // ParseICEServers parses the ice bridge-line option, already split at
-// commas. Entries that ParseICEServer rejects are returned in skipped,
-// without credentials, as Snowflake skips them. As Snowflake does, the STUN
-// servers are shuffled, and when there are more than two only half of them
-// (rounded up) are kept, so that not every client contacts every server;
-// every TURN server is kept, after the STUN servers. stunHostports are the
-// kept STUN servers' host:port, for NAT probing.
-func ParseICEServers(list []string) (urls, stunHostports, skipped []string) {
+// commas, into pion's form (Config.ICEServers). Entries that
+// ParseICEServer rejects are returned in skipped, without credentials, as
+// Snowflake skips them. As Snowflake does, the STUN servers are shuffled,
+// and when there are more than two only half of them (rounded up) are
+// kept, so that not every client contacts every server; every TURN server
+// is kept, after the STUN servers. stunHostports are the kept STUN
+// servers' host:port, for NAT probing.
+func ParseICEServers(list []string) (servers []webrtc.ICEServer, stunHostports, skipped []string) {
+	var urls []string
 	var turn []string
 	for _, s := range list {
 		if strings.TrimSpace(s) == "" {
@@ -177,5 +179,8 @@ func ParseICEServers(list []string) (urls, stunHostports, skipped []string) {
 		keep := (n + 1) / 2
 		urls, stunHostports = urls[:keep], stunHostports[:keep]
 	}
-	return append(urls, turn...), stunHostports, skipped
+	for _, u := range append(urls, turn...) {
+		servers = append(servers, iceServer(u))
+	}
+	return servers, stunHostports, skipped
 }

@@ -2,8 +2,11 @@ package webrtcpeer
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pion/webrtc/v4"
 )
 
 func TestParseICEServer(t *testing.T) {
@@ -57,28 +60,28 @@ func TestParseICEServer(t *testing.T) {
 }
 
 func TestParseICEServers(t *testing.T) {
-	urls, hps, skipped := ParseICEServers([]string{"stun:a.test", "turn:b.test", "turn:u:secret@t.test?transport=x", "", "stun:c.test:1", "turn:u:p@t.test?transport=tcp", "stun:d.test", "stun:e.test"})
+	servers, hps, skipped := ParseICEServers([]string{"stun:a.test", "turn:b.test", "turn:u:secret@t.test?transport=x", "", "stun:c.test:1", "turn:u:p@t.test?transport=tcp", "stun:d.test", "stun:e.test"})
 	if len(skipped) != 2 || skipped[0] != `"turn:b.test"` || skipped[1] != `"turn:[credentials]@t.test?transport=x"` {
 		t.Errorf("skipped %q", skipped)
 	}
 	// Four valid STUN servers: half are kept (Snowflake's rule); the TURN
 	// server is kept, last.
-	if len(urls) != 3 || len(hps) != 2 || urls[2] != "turn:u:p@t.test:3478?transport=tcp" {
-		t.Fatalf("kept %q", urls)
+	turn := webrtc.ICEServer{URLs: []string{"turn:t.test:3478?transport=tcp"}, Username: "u", Credential: "p"}
+	if len(servers) != 3 || len(hps) != 2 || !reflect.DeepEqual(servers[2], turn) {
+		t.Fatalf("kept %+v", servers)
 	}
-	urls = urls[:2]
-	for i := range urls {
-		if urls[i] != "stun:"+hps[i] {
-			t.Errorf("url %q and host %q disagree", urls[i], hps[i])
+	for i := range hps {
+		if !reflect.DeepEqual(servers[i].URLs, []string{"stun:" + hps[i]}) {
+			t.Errorf("server %+v and host %q disagree", servers[i], hps[i])
 		}
 	}
-	urls, _, _ = ParseICEServers([]string{"stun:a.test", "stun:b.test"})
-	if len(urls) != 2 {
-		t.Errorf("two servers: kept %q", urls)
+	servers, _, _ = ParseICEServers([]string{"stun:a.test", "stun:b.test"})
+	if len(servers) != 2 {
+		t.Errorf("two servers: kept %+v", servers)
 	}
-	urls, _, _ = ParseICEServers([]string{"stun:a.test", "stun:b.test", "stun:c.test"})
-	if len(urls) != 2 {
-		t.Errorf("three servers: kept %q, want 2", urls)
+	servers, _, _ = ParseICEServers([]string{"stun:a.test", "stun:b.test", "stun:c.test"})
+	if len(servers) != 2 {
+		t.Errorf("three servers: kept %+v, want 2", servers)
 	}
 }
 

@@ -45,8 +45,8 @@ const deadlineRefresh = time.Second
 // Config configures a Dialer. The zero value works: no ICE servers, public
 // addresses only, Snowflake's timeouts and a one-second dead-peer timeout.
 type Config struct {
-	// ICEServers are STUN and TURN URLs (see ParseICEServer).
-	ICEServers []string
+	// ICEServers are the STUN and TURN servers, from ParseICEServers.
+	ICEServers []webrtc.ICEServer
 
 	// LoopbackOnly restricts ICE to loopback interfaces and addresses
 	// with mDNS off: for tests and demonstrations on one machine. It
@@ -122,14 +122,6 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	if cfg.LoopbackOnly && len(cfg.ICEServers) > 0 {
 		return nil, ErrLoopbackWithICE
 	}
-	var servers []webrtc.ICEServer
-	for _, s := range cfg.ICEServers {
-		u, _, err := ParseICEServer(s)
-		if err != nil {
-			return nil, err
-		}
-		servers = append(servers, iceServer(u))
-	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -175,7 +167,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	}
 	return &Dialer{
 		api:        webrtc.NewAPI(webrtc.WithSettingEngine(se)),
-		iceServers: servers,
+		iceServers: cfg.ICEServers,
 		cfg:        cfg,
 		log:        logger,
 		stripLocal: stripLocal,
