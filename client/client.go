@@ -168,13 +168,17 @@ func (s *settings) newRendezvous(transport http.RoundTripper, socks *socks5Setup
 	}
 	switch {
 	case s.SQSQueueURL != "":
-		return s.NewSQSRendezvous(SQSConfig{
+		rv, err := s.NewSQSRendezvous(SQSConfig{
 			QueueURL:    s.SQSQueueURL,
 			Credentials: s.SQSCredentials,
 			Transport:   transport,
 			Timeout:     s.RendezvousTimeout,
 			Logger:      s.Logger,
 		})
+		if err != nil {
+			return nil, fmt.Errorf("sqsqueue: %w", err)
+		}
+		return rv, nil
 	case s.ampCache != nil:
 		return rendezvous.NewAMP(rendezvous.AMPConfig{
 			Broker:    s.broker,
