@@ -22,7 +22,7 @@ func newFronted(fronts []string, transport http.RoundTripper, timeout time.Durat
 	f := fronted{fronts: make([]string, 0, len(fronts)), transport: transport, timeout: timeout}
 	for _, front := range fronts {
 		if err := checkFront(front); err != nil {
-			return fronted{}, err
+			return fronted{}, fmt.Errorf("front %q: %w", front, err)
 		}
 		f.fronts = append(f.fronts, front)
 	}
