@@ -72,6 +72,9 @@ type ChainConfig struct {
 	// STUN is a STUN server URL for proxies and client (a loopback test
 	// server); empty means none is given.
 	STUN string
+	// Covert is the -covertdtls-config given to the client and to every
+	// proxy; empty means the flag is not given (each binary's default).
+	Covert string
 }
 
 // Chain is a running chain of processes on 127.0.0.1: a target HTTP
@@ -210,6 +213,9 @@ func (c *Chain) start(ctx context.Context) error {
 	if c.cfg.STUN != "" {
 		args = append(args, "-ice", c.cfg.STUN)
 	}
+	if c.cfg.Covert != "" {
+		args = append(args, "-covertdtls-config", c.cfg.Covert)
+	}
 	clientLog := c.logPath("client")
 	c.Client, err = demo.StartProcess(ctx, demo.ProcessConfig{
 		Name: "client", Path: c.bin("client"), LogPath: clientLog, Args: args,
@@ -263,6 +269,9 @@ func (c *Chain) StartProxy(ctx context.Context) (*demo.Process, error) {
 		"-summary-interval", "1h", "-unsafe-logging", "-verbose"}
 	if c.cfg.STUN != "" {
 		args = append(args, "-stun", c.cfg.STUN)
+	}
+	if c.cfg.Covert != "" {
+		args = append(args, "-covertdtls-config", c.cfg.Covert)
 	}
 	p, err := demo.StartProcess(ctx, demo.ProcessConfig{
 		Name: name, Path: c.bin("proxy"), LogPath: c.logPath(name), Args: args,

@@ -21,12 +21,17 @@ const chainFileSize = 20 << 20
 // startChain starts a chain in the child's namespace and stops it when the
 // test ends, printing the logs' ends if the test failed.
 func startChain(t *testing.T, ctx context.Context, roles Roles) *Chain {
+	return startChainConfig(t, ctx, ChainConfig{Roles: roles, FileSize: chainFileSize})
+}
+
+// startChainConfig is startChain for a chain configured beyond its roles;
+// the binaries, directory and STUN server are filled in.
+func startChainConfig(t *testing.T, ctx context.Context, cfg ChainConfig) *Chain {
 	t.Helper()
-	fl, sf := binaries(t)
-	c, err := StartChain(ctx, ChainConfig{
-		Roles: roles, Flurry: fl, Snowflake: sf, Dir: t.TempDir(), FileSize: chainFileSize,
-		STUN: stuntest.Start(t, netip.MustParseAddr("127.0.0.1")),
-	})
+	cfg.Flurry, cfg.Snowflake = binaries(t)
+	cfg.Dir = t.TempDir()
+	cfg.STUN = stuntest.Start(t, netip.MustParseAddr("127.0.0.1"))
+	c, err := StartChain(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +214,48 @@ func TestFailover(t *testing.T) {
 	}
 	if len(results) > 0 {
 		t.Logf("failover (serving proxy SIGKILLed at 30 %%, a new one started at once):\n%s", formatMatrix(results, true))
+	}
+}
+
+// covertFileSize is what each covert-DTLS chain downloads: enough for
+// many DataChannel messages after the shaped handshake.
+const covertFileSize = 5 << 20
+
+// covertRoles are the chains of TestCovertChains: Snowflake's client with
+// Flurry's proxy, and Flurry's client with Snowflake's proxy (broker and
+// relay Flurry's), so that each implementation's shaped ClientHello (the
+// proxy's, as DTLS client) and its DTLS server (the client's) meet the
+// other's.
+func covertRoles() []Roles {
+	return []Roles{
+		{Broker: Flurry, Proxy: Flurry, Client: Snowflake, Relay: Flurry},
+		{Broker: Flurry, Proxy: Snowflake, Client: Flurry, Relay: Flurry},
+	}
+}
+
+// TestCovertChains runs the mixed chains with the same -covertdtls-config
+// on client and proxy, in every mode but disable (which TestChains runs
+// for the client; Snowflake's proxy defaults to randomizemimic there), and
+// checks the download's SHA-256.
+func TestCovertChains(t *testing.T) {
+	for _, mode := range []string{"mimic", "randomize", "randomizemimic"} {
+		t.Run(mode, func(t *testing.T) {
+			for _, roles := range covertRoles() {
+				t.Run(roles.String(), func(t *testing.T) {
+					if !inNetns(t, nil) {
+						return
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					defer cancel()
+					c := startChainConfig(t, ctx, ChainConfig{Roles: roles, FileSize: covertFileSize, Covert: mode})
+					res, err := demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, nil)
+					if err != nil {
+						t.Fatalf("download: %v", err)
+					}
+					t.Logf("%d bytes intact, %.2f MB/s", res.Bytes, res.Throughput()/1e6)
+				})
+			}
+		})
 	}
 }
 

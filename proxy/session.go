@@ -108,6 +108,7 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 		}
 	})
 
+	defer p.s.CovertDTLS.TrackRemote(offer.SDP)()
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
 		return FailOffer, fmt.Errorf("%w: refused by WebRTC", ErrBadOffer)
 	}

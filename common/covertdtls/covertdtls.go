@@ -156,7 +156,7 @@ func (c Config) Apply(se *webrtc.SettingEngine, n transport.Net) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if c.Mode == Mimic && c.Fingerprint == "" {
+	if c.shapesNet() {
 		var err error
 		if n, err = mimicNet(n); err != nil {
 			return err
@@ -196,6 +196,10 @@ func (c Config) Apply(se *webrtc.SettingEngine, n transport.Net) error {
 	se.SetDTLSClientHelloMessageHook(mimicHook(pool))
 	return nil
 }
+
+// shapesNet reports whether Apply wraps the network (chromiumNet): mimic
+// of Chromium, not a replayed fingerprint.
+func (c Config) shapesNet() bool { return c.Mode == Mimic && c.Fingerprint == "" }
 
 // mimicHook replays a fingerprint of pool with ch's random, session id and
 // cookie. The fingerprint is chosen by the hello's random, which a DTLS

@@ -7,35 +7,44 @@ import (
 	"github.com/pion/transport/v5/stdnet"
 )
 
-// legacyRecordNet is a pion network whose UDP sockets send the record
-// carrying a ClientHello with version DTLS 1.0, as DTLS 1.3 clients
-// (Chromium) do (RFC 9147, 5.1: legacy_record_version); pion writes DTLS
-// 1.2 there and has no setting for it. Every other datagram, and the
-// receiving side, are untouched; DTLS 1.2 servers (pion's too) accept
-// either version on a first flight. Traffic relayed by a TURN server is
-// framed by the TURN client and keeps pion's version.
-type legacyRecordNet struct{ transport.Net }
+// chromiumNet is a pion network whose UDP sockets send what pion has no
+// setting for as Chromium does: the record carrying a ClientHello with
+// version DTLS 1.0, as DTLS 1.3 clients do (RFC 9147, 5.1:
+// legacy_record_version; pion writes DTLS 1.2), and ICE binding requests
+// in Chromium's shape (stun.go). Every other datagram, and the receiving
+// side, are untouched; DTLS 1.2 servers (pion's too) accept either version
+// on a first flight. Traffic relayed by a TURN server is framed by the
+// TURN client and keeps pion's shape.
+type chromiumNet struct{ transport.Net }
 
-func (n legacyRecordNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
+func (n chromiumNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
 	c, err := n.Net.ListenUDP(network, laddr)
 	if err != nil {
 		return nil, err
 	}
-	return legacyRecordConn{c}, nil
+	return chromiumConn{c}, nil
 }
 
-type legacyRecordConn struct{ transport.UDPConn }
+type chromiumConn struct{ transport.UDPConn }
 
-func (c legacyRecordConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	return c.UDPConn.WriteTo(legacyRecord(p), addr)
+func (c chromiumConn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	n, err := c.UDPConn.WriteTo(chromiumShape(p), addr)
+	return min(n, len(p)), err
 }
 
-func (c legacyRecordConn) WriteToUDP(p []byte, addr *net.UDPAddr) (int, error) {
-	return c.UDPConn.WriteToUDP(legacyRecord(p), addr)
+func (c chromiumConn) WriteToUDP(p []byte, addr *net.UDPAddr) (int, error) {
+	n, err := c.UDPConn.WriteToUDP(chromiumShape(p), addr)
+	return min(n, len(p)), err
 }
 
-func (c legacyRecordConn) Write(p []byte) (int, error) {
-	return c.UDPConn.Write(legacyRecord(p))
+func (c chromiumConn) Write(p []byte) (int, error) {
+	n, err := c.UDPConn.Write(chromiumShape(p))
+	return min(n, len(p)), err
+}
+
+// chromiumShape returns the datagram p as Chromium would send it.
+func chromiumShape(p []byte) []byte {
+	return chromiumBinding(legacyRecord(p))
 }
 
 // legacyRecord returns p with the version of its first record set to DTLS
@@ -51,8 +60,8 @@ func legacyRecord(p []byte) []byte {
 	return q
 }
 
-// mimicNet returns n (nil: the host's network) with legacyRecordNet's
-// change.
+// mimicNet returns n (nil: the host's network) with chromiumNet's
+// changes.
 func mimicNet(n transport.Net) (transport.Net, error) {
 	if n == nil {
 		var err error
@@ -60,5 +69,5 @@ func mimicNet(n transport.Net) (transport.Net, error) {
 			return nil, err
 		}
 	}
-	return legacyRecordNet{n}, nil
+	return chromiumNet{n}, nil
 }

@@ -3,6 +3,7 @@ package webrtcfp
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -42,6 +43,7 @@ var Names = []string{
 	"stun controlling: binding request attributes",
 	"stun controlled: binding request attributes",
 	"stun: SOFTWARE attribute",
+	"stun: GOOG-NETWORK-INFO network cost",
 }
 
 // handshake message types read here.
@@ -355,7 +357,7 @@ var stunAttrNames = map[int]string{
 // the binding requests sent.
 func stunFeatures(f Features, dgs []Datagram) {
 	seqs := map[string]map[string]bool{}
-	software := "no"
+	software, netInfo := "no", map[string]bool{}
 	for _, d := range dgs {
 		b := d.Data
 		if len(b) < 20 || b[0] > 3 || binary.BigEndian.Uint16(b) != 0x0001 || binary.BigEndian.Uint32(b[4:]) != 0x2112a442 {
@@ -380,6 +382,12 @@ func stunFeatures(f Features, dgs []Datagram) {
 				role = "stun controlled: binding request attributes"
 			case 0x8022:
 				software = "yes"
+			case 0xc057:
+				if n == 4 {
+					// The network id numbers the sender's interfaces; the cost
+				// tells wired (0) from Wi-Fi (10) or cellular (900).
+				netInfo[fmt.Sprint(binary.BigEndian.Uint16(b[6:]))] = true
+				}
 			}
 			attrs = append(attrs, name)
 			b = b[min(len(b), 4+(n+3)&^3):]
@@ -401,4 +409,8 @@ func stunFeatures(f Features, dgs []Datagram) {
 		f[role] = strings.Join(s, " ; ")
 	}
 	f["stun: SOFTWARE attribute"] = software
+	f["stun: GOOG-NETWORK-INFO network cost"] = "-"
+	if len(netInfo) > 0 {
+		f["stun: GOOG-NETWORK-INFO network cost"] = strings.Join(slices.Sorted(maps.Keys(netInfo)), " ; ")
+	}
 }

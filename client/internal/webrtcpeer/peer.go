@@ -194,6 +194,7 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		dead:        make(chan struct{}),
 		closed:      make(chan struct{}),
 		log:         d.log.With("peer", id),
+		untrack:     func() {},
 	}
 	ok := false
 	defer func() {
@@ -263,6 +264,9 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 	if answer.Type != messages.SDPTypeAnswer {
 		return nil, fmt.Errorf("%w: not of type answer", ErrBadAnswer)
 	}
+	if !p.track(d.cfg.CovertDTLS.TrackRemote(answer.SDP)) {
+		return nil, p.Err()
+	}
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer.SDP}); err != nil {
 		return nil, errAnswerRefused
 	}
@@ -311,12 +315,13 @@ type Peer struct {
 	idleTimeout time.Duration
 	log         *slog.Logger
 
-	mu        sync.Mutex // guards dc and err
+	mu        sync.Mutex // guards dc, err and untrack
 	dc        datachannel.ReadWriteCloserDeadliner
 	err       error // why the peer died; set once, before dead closes
 	dead      chan struct{}
 	closeOnce sync.Once
 	closed    chan struct{} // closed when Close has finished
+	untrack   func()        // forgets the answer's ICE credentials (covert DTLS)
 
 	// Owned by the reader.
 	buf         []byte // MaxMessageSize bytes
@@ -340,6 +345,19 @@ func (p *Peer) Err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err
+}
+
+// track keeps untrack for Close, or calls it and returns false if the
+// Peer is already dead.
+func (p *Peer) track(untrack func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		untrack()
+		return false
+	}
+	p.untrack = untrack
+	return true
 }
 
 // die records the first reason the peer died, closes Done and starts
@@ -449,12 +467,13 @@ func (p *Peer) Close() error {
 			p.err = ErrClosed
 			close(p.dead)
 		}
-		dc := p.dc
+		dc, untrack := p.dc, p.untrack
 		p.mu.Unlock()
 		if dc != nil {
 			_ = dc.Close()
 		}
 		_ = p.pc.GracefulClose()
+		untrack()
 	})
 	<-p.closed
 	return nil
