@@ -11,6 +11,7 @@ import (
 	sqsrendezvous "github.com/flurrypt/flurry/client/internal/rendezvous/sqs"
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/sqscreds"
+	"github.com/flurrypt/flurry/internal/commalist"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -255,9 +256,9 @@ func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
 		cfg.BrokerURL = v
 	}
 	if v, ok := get("fronts"); ok && v != "" {
-		cfg.Fronts = splitList(v)
+		cfg.Fronts = commalist.Split(v)
 	} else if v, ok := get("front"); ok {
-		cfg.Fronts = splitList(v)
+		cfg.Fronts = commalist.Split(v)
 	}
 	if v, ok := get("ampcache"); ok {
 		cfg.AMPCacheURL = v
@@ -269,7 +270,7 @@ func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
 		cfg.SQSCredentials = v
 	}
 	if v, ok := get("ice"); ok {
-		cfg.ICEServers = splitList(v)
+		cfg.ICEServers = commalist.Split(v)
 	}
 	if v, ok := get("max"); ok {
 		n, err := strconv.Atoi(v)
@@ -301,15 +302,4 @@ func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
 	}
 	cfg.CovertDTLS = c
 	return cfg, nil
-}
-
-// splitList splits a comma-separated list, dropping empty entries.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(strings.TrimSpace(s), ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

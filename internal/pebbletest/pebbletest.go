@@ -158,6 +158,20 @@ func (ca *CA) Verify(t testing.TB, addr, hostname string) *x509.Certificate {
 	}
 }
 
+// Transport returns an HTTP transport that sends every request to addr,
+// trusting what pebble issues, with HTTP/2 offered: a client of the command
+// under test for https://hostname/.
+func (ca *CA) Transport(addr, hostname string) *http.Transport {
+	var d net.Dialer
+	return &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		},
+		TLSClientConfig:   &tls.Config{ServerName: hostname, RootCAs: ca.Roots},
+		ForceAttemptHTTP2: true,
+	}
+}
+
 // start runs pebble or its DNS server until the test ends, its output
 // into log.
 func start(t testing.TB, log io.Writer, path string, args ...string) {
