@@ -3,7 +3,7 @@
 // end to end on loopback: pebble really validates HTTP-01 by fetching the
 // challenge from 127.0.0.1, with pebble-challtestsrv (same package) as its
 // DNS server answering 127.0.0.1 for every name. The command under test
-// runs as a child process of the test binary (see RunMain and Command).
+// runs as a child process of the test binary (see IsCommand and Command).
 package pebbletest
 
 import (
@@ -190,27 +190,27 @@ func start(t testing.TB, log io.Writer, path string, args ...string) {
 	})
 }
 
-// RunMainEnv, set to 1, makes a test binary that calls RunMain run its
-// command's main instead of the tests.
-const RunMainEnv = "FLURRY_PEBBLETEST_RUN_MAIN"
+// commandEnv, set to 1, tells a test binary started by Command to run
+// its command's main instead of the tests.
+const commandEnv = "FLURRY_PEBBLETEST_COMMAND"
 
-// RunMain runs main and exits if the test binary was started by Command;
-// call it first in TestMain.
-func RunMain(main func()) {
-	if os.Getenv(RunMainEnv) == "1" {
-		main()
-		os.Exit(0)
-	}
-}
+// IsCommand reports whether this test binary was started by Command: its
+// TestMain then runs main instead of the tests,
+//
+//	if pebbletest.IsCommand() {
+//		main()
+//		return
+//	}
+func IsCommand() bool { return os.Getenv(commandEnv) == "1" }
 
-// Command starts the test binary as its command (see RunMain) with args,
+// Command starts the test binary as its command (see IsCommand) with args,
 // trusting ca's directory, until the test ends. Its output goes to the
 // returned Stringer.
 func (ca *CA) Command(t testing.TB, args ...string) fmt.Stringer {
 	t.Helper()
 	out := &syncBuffer{}
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(ca.Env(), RunMainEnv+"=1")
+	cmd.Env = append(ca.Env(), commandEnv+"=1")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

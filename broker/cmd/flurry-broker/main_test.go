@@ -15,7 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	pebbletest.RunMain(main)
+	if pebbletest.IsCommand() {
+		main()
+		return
+	}
 	os.Exit(m.Run())
 }
 
