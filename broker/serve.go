@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/common/geoip"
+	"github.com/flurrypt/flurry/internal/httpserve"
 )
 
 // Server limits beyond Config's: a request header's size, and the slack
@@ -75,10 +76,13 @@ func (b *Broker) serve(ctx context.Context, ln, mln net.Listener) error {
 		listeners = append(listeners, mln)
 		b.cfg.Logger.Info("metrics listening", "addr", mln.Addr().String())
 	}
+	// The servers stop after Shutdown, which answers the parked polls.
+	serversCtx, stopServers := context.WithCancel(context.Background())
+	defer stopServers()
 	for i, srv := range servers {
 		wg.Go(func() {
-			if err := srv.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
-				fail(fmt.Errorf("serve: %w", err))
+			if err := httpserve.Serve(serversCtx, srv, listeners[i], b.cfg.ShutdownTimeout); err != nil {
+				fail(err)
 			}
 		})
 	}
@@ -95,14 +99,7 @@ func (b *Broker) serve(ctx context.Context, ln, mln net.Listener) error {
 
 	<-ctx.Done()
 	b.Shutdown()
-	sctx, cancelShutdown := context.WithTimeout(context.Background(), b.cfg.ShutdownTimeout)
-	defer cancelShutdown()
-	for _, srv := range servers {
-		if err := srv.Shutdown(sctx); err != nil {
-			b.cfg.Logger.Warn("shutdown", "err", err)
-			srv.Close()
-		}
-	}
+	stopServers()
 	wg.Wait()
 	if err := <-background; err != nil {
 		b.cfg.Logger.Warn("background work", "err", err)

@@ -158,18 +158,39 @@ func (ca *CA) Verify(t testing.TB, addr, hostname string) *x509.Certificate {
 	}
 }
 
-// Transport returns an HTTP transport that sends every request to addr,
+// Client returns an HTTP client that sends every request to addr,
 // trusting what pebble issues, with HTTP/2 offered: a client of the command
 // under test for https://hostname/.
-func (ca *CA) Transport(addr, hostname string) *http.Transport {
+func (ca *CA) Client(addr, hostname string) *http.Client {
 	var d net.Dialer
-	return &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, network, addr)
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return d.DialContext(ctx, network, addr)
+			},
+			TLSClientConfig:   &tls.Config{ServerName: hostname, RootCAs: ca.Roots},
+			ForceAttemptHTTP2: true,
 		},
-		TLSClientConfig:   &tls.Config{ServerName: hostname, RootCAs: ca.Roots},
-		ForceAttemptHTTP2: true,
+		Timeout: startTimeout,
 	}
+}
+
+// ServeTLS starts the command under test (see Command) on a free loopback
+// address with args and the ACME flags every command shares, for
+// hostname, and returns the address once the command serves TLS with a
+// certificate from pebble (see Verify).
+func (ca *CA) ServeTLS(t testing.TB, hostname string, args ...string) (addr string) {
+	t.Helper()
+	addr = freeAddr(t)
+	ca.Command(t, append([]string{"-addr", addr,
+		"-acme-hostnames", hostname, "-acme-email", "ops@flurry.test",
+		"-acme-cert-cache", filepath.Join(t.TempDir(), "acme"),
+		"-acme-directory", ca.Directory, "-acme-http-addr", ca.HTTPAddr}, args...)...)
+	cert := ca.Verify(t, addr, hostname)
+	if err := cert.VerifyHostname(hostname); err != nil {
+		t.Error(err)
+	}
+	return addr
 }
 
 // start runs pebble or its DNS server until the test ends, its output
@@ -235,6 +256,7 @@ func (ca *CA) Command(t testing.TB, args ...string) fmt.Stringer {
 // FreeAddr returns a loopback TCP address nothing listens on now.
 func FreeAddr(t testing.TB) string { return freeAddr(t) }
 
+// freeAddr is FreeAddr.
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

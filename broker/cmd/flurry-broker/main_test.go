@@ -130,19 +130,13 @@ func TestStartupErrors(t *testing.T) {
 }
 
 // TestACME: with -acme-hostnames the broker gets its certificate from an
-// ACME server (pebble, validating HTTP-01 on loopback) and serves HTTPS
-// with it, with the flags of docs/operators.md's unit.
+// ACME server (pebble, validating HTTP-01 on loopback) and serves HTTPS,
+// HTTP/2 offered, with it, with the flags of docs/operators.md's unit.
 func TestACME(t *testing.T) {
 	ca := pebbletest.Start(t)
-	addr := pebbletest.FreeAddr(t)
 	const host = "broker.flurry.test"
-	ca.Command(t, "-addr", addr, "-disable-geoip",
-		"-acme-hostnames", host, "-acme-email", "ops@flurry.test",
-		"-acme-cert-cache", filepath.Join(t.TempDir(), "acme"),
-		"-acme-directory", ca.Directory, "-acme-http-addr", ca.HTTPAddr)
-	ca.Verify(t, addr, host)
-	c := &http.Client{Transport: ca.Transport(addr, host), Timeout: time.Minute}
-	resp, err := c.Get("https://" + host + "/robots.txt")
+	addr := ca.ServeTLS(t, host, "-disable-geoip")
+	resp, err := ca.Client(addr, host).Get("https://" + host + "/robots.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

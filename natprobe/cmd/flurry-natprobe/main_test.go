@@ -3,9 +3,7 @@ package main
 import (
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/flurrypt/flurry/internal/pebbletest"
 )
@@ -23,15 +21,9 @@ func TestMain(m *testing.M) {
 // with it, with the flags of docs/operators.md's unit.
 func TestACME(t *testing.T) {
 	ca := pebbletest.Start(t)
-	addr := pebbletest.FreeAddr(t)
 	const host = "natprobe.flurry.test"
-	ca.Command(t, "-addr", addr, "-loopback-only",
-		"-acme-hostnames", host, "-acme-email", "ops@flurry.test",
-		"-acme-cert-cache", filepath.Join(t.TempDir(), "acme"),
-		"-acme-directory", ca.Directory, "-acme-http-addr", ca.HTTPAddr)
-	ca.Verify(t, addr, host)
-	c := &http.Client{Transport: ca.Transport(addr, host), Timeout: time.Minute}
-	resp, err := c.Get("https://" + host + "/nothing-here")
+	addr := ca.ServeTLS(t, host, "-loopback-only")
+	resp, err := ca.Client(addr, host).Get("https://" + host + "/nothing-here")
 	if err != nil {
 		t.Fatal(err)
 	}

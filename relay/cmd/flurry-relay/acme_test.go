@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/flurrypt/flurry/internal/pebbletest"
@@ -21,14 +20,5 @@ func TestMain(m *testing.M) {
 // it, with the flags docs/operators.md's unit uses.
 func TestACME(t *testing.T) {
 	ca := pebbletest.Start(t)
-	addr := pebbletest.FreeAddr(t)
-	const host = "relay.flurry.test"
-	ca.Command(t, "-addr", addr, "-forward", pebbletest.FreeAddr(t),
-		"-acme-hostnames", host, "-acme-email", "ops@flurry.test",
-		"-acme-cert-cache", filepath.Join(t.TempDir(), "acme"),
-		"-acme-directory", ca.Directory, "-acme-http-addr", ca.HTTPAddr)
-	cert := ca.Verify(t, addr, host)
-	if err := cert.VerifyHostname(host); err != nil {
-		t.Error(err)
-	}
+	ca.ServeTLS(t, "relay.flurry.test", "-forward", pebbletest.FreeAddr(t))
 }
