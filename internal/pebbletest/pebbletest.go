@@ -3,7 +3,7 @@
 // end to end on loopback: pebble really validates HTTP-01 by fetching the
 // challenge from 127.0.0.1, with pebble-challtestsrv (same package) as its
 // DNS server answering 127.0.0.1 for every name. The command under test
-// runs as a child process of the test binary (see IsCommand and Command).
+// runs as a child process of the test binary (see Main and Command).
 package pebbletest
 
 import (
@@ -215,16 +215,20 @@ func start(t testing.TB, log io.Writer, path string, args ...string) {
 // its command's main instead of the tests.
 const commandEnv = "FLURRY_PEBBLETEST_COMMAND"
 
-// IsCommand reports whether this test binary was started by Command: its
-// TestMain then runs main instead of the tests,
+// Main is the TestMain of a command's tests that use Command:
 //
-//	if pebbletest.IsCommand() {
-//		main()
-//		return
-//	}
-func IsCommand() bool { return os.Getenv(commandEnv) == "1" }
+//	func TestMain(m *testing.M) { os.Exit(pebbletest.Main(m, main)) }
+//
+// In a test binary started by Command it runs main instead of the tests.
+func Main(m *testing.M, main func()) int {
+	if os.Getenv(commandEnv) == "1" {
+		main()
+		return 0
+	}
+	return m.Run()
+}
 
-// Command starts the test binary as its command (see IsCommand) with args,
+// Command starts the test binary as its command (see Main) with args,
 // trusting ca's directory, until the test ends. Its output goes to the
 // returned Stringer.
 func (ca *CA) Command(t testing.TB, args ...string) fmt.Stringer {

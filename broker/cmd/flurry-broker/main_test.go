@@ -14,13 +14,7 @@ import (
 	"github.com/flurrypt/flurry/internal/pebbletest"
 )
 
-func TestMain(m *testing.M) {
-	if pebbletest.IsCommand() {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(pebbletest.Main(m, main)) }
 
 func parse(t *testing.T, args ...string) (broker.Config, *options, error) {
 	t.Helper()

@@ -8,13 +8,7 @@ import (
 	"github.com/flurrypt/flurry/internal/pebbletest"
 )
 
-func TestMain(m *testing.M) {
-	if pebbletest.IsCommand() {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(pebbletest.Main(m, main)) }
 
 // TestACME: with -acme-hostnames the probe gets its certificate from an
 // ACME server (pebble, validating HTTP-01 on loopback) and serves HTTPS

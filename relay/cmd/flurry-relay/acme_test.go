@@ -7,13 +7,7 @@ import (
 	"github.com/flurrypt/flurry/internal/pebbletest"
 )
 
-func TestMain(m *testing.M) {
-	if pebbletest.IsCommand() {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(pebbletest.Main(m, main)) }
 
 // TestACME: with -acme-hostnames the relay gets its certificate from an
 // ACME server (pebble, validating HTTP-01 on loopback) and serves TLS with
