@@ -171,7 +171,7 @@ func openGeoIP(paths, defaults [2]string, log *slog.Logger) (*geoip.DB, error) {
 	}
 	db, err := geoip.Open(paths[0], paths[1])
 	if err != nil {
-		return nil, fmt.Errorf("loading geoip databases: %w", err)
+		return nil, err
 	}
 	// Parsing tor's files allocates ~90 MB that is garbage once the ~8 MB
 	// tables are built: give it back to the OS now rather than at the
@@ -185,10 +185,10 @@ func openGeoIP(paths, defaults [2]string, log *slog.Logger) (*geoip.DB, error) {
 // failure is logged.
 func (b *Broker) Reload() {
 	if err := b.ReloadGeoIP(); err != nil {
-		b.cfg.Logger.Error("keeping the old geoip tables", "err", err)
+		b.cfg.Logger.Error("reload: keeping the old geoip tables", "err", err)
 	}
 	debug.FreeOSMemory() // as after the first load
 	if err := b.ReloadPollIntervals(); err != nil {
-		b.cfg.Logger.Error("poll intervals not reloaded", "err", err)
+		b.cfg.Logger.Error("reload: poll intervals not reloaded", "err", err)
 	}
 }

@@ -129,7 +129,7 @@ func run(cfg broker.Config, o *options) error {
 	if !o.disableGeoIP {
 		var err error
 		if cfg.GeoIP, err = broker.OpenGeoIP(o.geoip[0], o.geoip[1], log); err != nil {
-			return fmt.Errorf("%w (-geoipdb %q, -geoip6db %q; -disable-geoip runs without)", err, o.geoip[0], o.geoip[1])
+			return fmt.Errorf("loading geoip databases (-geoipdb %q, -geoip6db %q; -disable-geoip runs without): %w", o.geoip[0], o.geoip[1], err)
 		}
 	}
 	t, err := o.tls.Setup(cfg.ListenAddr, log, "h2", "http/1.1")
