@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -30,8 +28,8 @@ const (
 )
 
 // Broker is a Snowflake-compatible rendezvous broker. Create it with New,
-// serve Handler, call Run, and call Shutdown before shutting the HTTP
-// server down.
+// then Run it (or Serve it on a listener of your own) until its context
+// ends.
 type Broker struct {
 	cfg     Config
 	sink    event.Sink
@@ -132,10 +130,11 @@ func New(cfg Config) (*Broker, error) {
 // event after the statistics do.
 func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 	started := time.Now()
-	cfg, err := cfg.withDefaults()
+	set, err := cfg.settle()
 	if err != nil {
 		return nil, err
 	}
+	cfg = set.Config
 	rec, err := stats.New(stats.Config{
 		GeoIP:          cfg.GeoIP,
 		MetricsLogPath: cfg.MetricsLogPath,
@@ -169,10 +168,7 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 
 		parkAfter: defaultParkAfter,
 	}
-	if cfg.AllowedRelayPattern != "" {
-		p, _ := relaypattern.Parse(cfg.AllowedRelayPattern) // validated
-		b.allowed = &p
-	}
+	b.allowed = set.allowed
 	if err := b.loadBridges(); err != nil {
 		return nil, err
 	}
@@ -190,7 +186,7 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 	// that unanswered matches are still counted in the statistics.
 	b.penalise = cfg.UnansweredPenalty > 0
 	if b.strikes, err = strikes.New(strikes.Config{Period: max(cfg.UnansweredPenalty, 0)}); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 
 	if err := b.encodeFixed(); err != nil {
@@ -341,8 +337,7 @@ func (b *Broker) PollIntervals() (restricted, unrestricted time.Duration) {
 		time.Duration(b.pools[poolUnrestricted].Load().nextPoll) * time.Millisecond
 }
 
-// Config returns the broker's configuration with defaults filled in (main
-// derives its http.Server timeouts from ProxyHold and ClientTimeout).
+// Config returns the broker's configuration with defaults filled in.
 func (b *Broker) Config() Config {
 	c := b.cfg
 	c.RateLimitExempt = append([]netip.Prefix(nil), c.RateLimitExempt...)
@@ -354,25 +349,6 @@ func (b *Broker) Config() Config {
 func (b *Broker) Stats() Stats {
 	s := b.match.Stats()
 	return Stats{WaitingRestricted: s.WaitingRestricted, WaitingUnrestricted: s.WaitingUnrestricted, Matched: s.Matched}
-}
-
-// Run runs the broker's background work until ctx ends, then calls
-// Shutdown: every Config.MetricsInterval (the first one MetricsInterval
-// after Run starts) it ends a metrics period and appends its descriptor to
-// Config.MetricsLogPath (or logs it); with Config.IPCountPrefix it also
-// writes the address counts every IPCountInterval (and the partial one at
-// the end). It returns after ctx ends, once its goroutines have. Call it
-// once.
-func (b *Broker) Run(ctx context.Context) error {
-	var ipErr error
-	var wg sync.WaitGroup
-	if b.ipCount != nil {
-		wg.Go(func() { ipErr = b.ipCount.Run(ctx) })
-	}
-	err := b.stats.Run(ctx)
-	b.Shutdown()
-	wg.Wait()
-	return errors.Join(err, ipErr)
 }
 
 // Shutdown answers every waiting proxy poll with "no match" at once and

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -67,6 +68,16 @@ const (
 	// counts against the proxy's address at most.
 	DefaultUnansweredPenalty = time.Hour
 
+	// DefaultListenAddr is where Run listens unless Config.ListenAddr says.
+	DefaultListenAddr = "127.0.0.1:8080"
+	// DefaultReadHeaderTimeout and DefaultIdleTimeout bound a request's
+	// header and an idle keep-alive connection.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	// shutdownGrace is added to ClientTimeout for the default
+	// ShutdownTimeout: the clients in flight finish.
+	shutdownGrace = 5 * time.Second
+
 	// DefaultMetricsInterval is the period of the metrics descriptor
 	// (Snowflake's 24 hours).
 	DefaultMetricsInterval = 24 * time.Hour
@@ -79,6 +90,31 @@ const (
 // Snowflake's timings, one bridge (DefaultRelayURL) and the default rate
 // limits on every rendezvous path.
 type Config struct {
+	// ListenAddr is the TCP address Run listens on. Empty means
+	// DefaultListenAddr. Serve ignores it.
+	ListenAddr string
+	// TLSConfig, if not nil, makes Run and Serve speak TLS (done by
+	// Listener: put "h2" in NextProtos to offer HTTP/2). Nil: plain HTTP,
+	// behind a TLS-terminating front end or for tests.
+	TLSConfig *tls.Config
+	// MetricsAddr, if set, is where Run serves GET /prometheus, on a
+	// plain-HTTP listener of its own, and leaves it out of Handler (as
+	// SeparatePrometheus).
+	MetricsAddr string
+	// SQS lists the SQS queues Run and Serve take client polls from, one
+	// reader each (see RunSQS).
+	SQS []SQSConfig
+	// ReadHeaderTimeout bounds the reading of a request's header, and
+	// IdleTimeout the wait for a keep-alive connection's next request.
+	// Zero means DefaultReadHeaderTimeout and DefaultIdleTimeout. The read
+	// and write timeouts follow from ProxyHold and ClientTimeout: they must
+	// outlast the longest long-poll.
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	// ShutdownTimeout bounds the wait for the requests in flight when Run
+	// or Serve stops. Zero means ClientTimeout plus five seconds.
+	ShutdownTimeout time.Duration
+
 	// BridgeListPath is a bridge list file (Snowflake's NDJSON format, see
 	// internal/bridgelist). Empty: one bridge, Snowflake's default
 	// fingerprint (messages.DefaultBridgeFingerprint) at DefaultRelayURL.
@@ -175,19 +211,19 @@ type Config struct {
 	// descriptors are logged (level Info) and /metrics answers 404, as in
 	// Snowflake. New fails if the file cannot be opened for appending.
 	MetricsLogPath string
-	// MetricsInterval is the descriptor period, counted from Run. Zero
+	// MetricsInterval is the descriptor period, counted from Run (or Serve). Zero
 	// means DefaultMetricsInterval; otherwise at least one second.
 	MetricsInterval time.Duration
 	// IPCountPrefix, if set, counts the distinct addresses of polling
 	// proxies per IPCountInterval (0: one hour) into six files named
 	// <IPCountPrefix>-<category>-<start>.log, as Snowflake's
 	// -ip-count-prefix; only keyed hashes are held and counts are binned
-	// (internal/ipcount). Run writes them.
+	// (internal/ipcount). Run (or Serve) writes them.
 	IPCountPrefix   string
 	IPCountInterval time.Duration
 	// SeparatePrometheus leaves GET /prometheus out of Handler: serve
-	// PrometheusHandler on a listener of its own instead (flurry-broker's
-	// -metrics-addr).
+	// PrometheusHandler on a listener of your own instead (MetricsAddr
+	// does that for Run).
 	SeparatePrometheus bool
 	// Version is the version the status page shows. Empty means the main
 	// module's version from the binary's build information.
@@ -210,8 +246,16 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// withDefaults returns a copy of c with zero fields filled in, validated.
-func (c Config) withDefaults() (Config, error) {
+// settings are a Config with its defaults filled in, validated, and the
+// values New needs parsed.
+type settings struct {
+	Config
+	allowed *relaypattern.Pattern // nil: AllowedRelayPattern empty
+}
+
+// settle fills in c's defaults, validates it and parses what needs parsing,
+// once; its errors wrap ErrInvalidConfig.
+func (c Config) settle() (*settings, error) {
 	if c.ProxyHold == 0 {
 		c.ProxyHold = DefaultProxyHold
 	}
@@ -228,11 +272,34 @@ func (c Config) withDefaults() (Config, error) {
 	if c.UnansweredPenalty == 0 {
 		c.UnansweredPenalty = DefaultUnansweredPenalty
 	}
+	if c.ListenAddr == "" {
+		c.ListenAddr = DefaultListenAddr
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = c.ClientTimeout + shutdownGrace
+	}
+	c.SeparatePrometheus = c.SeparatePrometheus || c.MetricsAddr != ""
+	if c.TLSConfig != nil {
+		c.TLSConfig = c.TLSConfig.Clone()
+	}
+	c.SQS = append([]SQSConfig(nil), c.SQS...)
+	for i, q := range c.SQS {
+		var err error
+		if c.SQS[i], err = q.withDefaults(); err != nil {
+			return nil, err
+		}
+	}
 	if c.Instance == "" {
 		c.Instance = DefaultInstance()
 	}
 	if !ValidInstance(c.Instance) {
-		return c, fmt.Errorf("%w: instance name %q: 1 to 64 of A-Z a-z 0-9 . _ -", ErrCluster, c.Instance)
+		return nil, fmt.Errorf("%w: %w: instance name %q: 1 to 64 of A-Z a-z 0-9 . _ -", ErrInvalidConfig, ErrCluster, c.Instance)
 	}
 	c.TrustedProxies = append([]netip.Prefix(nil), c.TrustedProxies...)
 	if c.Logger == nil {
@@ -241,32 +308,41 @@ func (c Config) withDefaults() (Config, error) {
 
 	switch {
 	case c.ProxyHold < 0:
-		return c, fmt.Errorf("%w: proxy hold %v is negative", ErrConfig, c.ProxyHold)
+		return nil, fmt.Errorf("%w: proxy hold %v is negative", ErrInvalidConfig, c.ProxyHold)
 	case c.ClientTimeout < 0:
-		return c, fmt.Errorf("%w: client timeout %v is negative", ErrConfig, c.ClientTimeout)
+		return nil, fmt.Errorf("%w: client timeout %v is negative", ErrInvalidConfig, c.ClientTimeout)
 	case c.PollInterval < minPollInterval || c.PollInterval > maxPollInterval:
-		return c, fmt.Errorf("%w: poll interval %v is outside %v to %v", ErrConfig, c.PollInterval, minPollInterval, maxPollInterval)
+		return nil, fmt.Errorf("%w: poll interval %v is outside %v to %v", ErrInvalidConfig, c.PollInterval, minPollInterval, maxPollInterval)
 	case c.ProxyBurst < 0 || c.ClientBurst < 0 || c.AnswerBurst < 0 || c.AMPBurst < 0:
-		return c, fmt.Errorf("%w: negative rate limit burst", ErrConfig)
+		return nil, fmt.Errorf("%w: negative rate limit burst", ErrInvalidConfig)
 	case c.RateLimitEntries < 0:
-		return c, fmt.Errorf("%w: negative rate limit table size", ErrConfig)
+		return nil, fmt.Errorf("%w: negative rate limit table size", ErrInvalidConfig)
+	case c.ReadHeaderTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0:
+		return nil, fmt.Errorf("%w: negative server timeout", ErrInvalidConfig)
+	case c.NATSCreds != "" && c.NATS == "":
+		return nil, fmt.Errorf("%w: NATS credentials without a NATS server", ErrInvalidConfig)
 	case c.MetricsInterval < minMetricsInterval:
-		return c, fmt.Errorf("%w: metrics interval %v is shorter than %v", ErrConfig, c.MetricsInterval, minMetricsInterval)
+		return nil, fmt.Errorf("%w: metrics interval %v is shorter than %v", ErrInvalidConfig, c.MetricsInterval, minMetricsInterval)
 	}
-	if _, err := relaypattern.Parse(c.AllowedRelayPattern); err != nil {
-		return c, fmt.Errorf("%w: allowed relay pattern: %w", ErrConfig, err)
+	s := &settings{Config: c}
+	if c.AllowedRelayPattern != "" {
+		p, err := relaypattern.Parse(c.AllowedRelayPattern)
+		if err != nil {
+			return nil, fmt.Errorf("%w: allowed relay pattern: %w", ErrInvalidConfig, err)
+		}
+		s.allowed = &p
 	}
 	for _, p := range c.RateLimitExempt {
 		if !p.IsValid() {
-			return c, fmt.Errorf("%w: invalid rate limit exemption", ErrConfig)
+			return nil, fmt.Errorf("%w: invalid rate limit exemption", ErrInvalidConfig)
 		}
 	}
 	for _, p := range c.TrustedProxies {
 		if !p.IsValid() {
-			return c, fmt.Errorf("%w: invalid trusted proxy prefix", ErrConfig)
+			return nil, fmt.Errorf("%w: invalid trusted proxy prefix", ErrInvalidConfig)
 		}
 	}
-	return c, nil
+	return s, nil
 }
 
 // defaultBridgeFingerprint is the fingerprint of the built-in bridge.

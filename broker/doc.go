@@ -3,12 +3,13 @@
 //
 // # Use
 //
-//	b, err := broker.New(broker.Config{})  // zero value: Snowflake's timings, one bridge, no geoip
-//	srv := &http.Server{Handler: b.Handler(), ...}
-//	go b.Run(ctx)                           // metrics descriptor every 24 h; Shutdown when ctx ends
-//	... srv.Serve(b.Listener(ln, tlsConfig)) // tlsConfig nil: plain HTTP
-//	b.Shutdown()                            // waiting proxies get "no match" at once
-//	srv.Shutdown(shutdownCtx)               // in-flight clients finish (≤ ClientTimeout)
+//	b, err := broker.New(broker.Config{})  // zero value: Snowflake's timings, one bridge, no geoip, plain HTTP on 127.0.0.1:8080
+//	err = b.Run(ctx)                        // or b.Serve(ctx, ln); returns when ctx ends
+//
+// Run serves until ctx ends, with the metrics descriptor every 24 h, then
+// stops in order: waiting proxies get "no match" at once, clients in flight
+// finish (at most ClientTimeout). To serve Handler with an http.Server of
+// your own, serve it on Listener and call Shutdown before the server's.
 //
 // The binary is broker/cmd/flurry-broker; docs/broker.md is the operator's
 // guide.
@@ -53,7 +54,7 @@
 // status page (broker/internal/statuspage); the broker reports every poll,
 // answer and refused request to it (including rate-limited ones) with the
 // client address it believes (TrustedProxies), mapped to a country by
-// Config.GeoIP (nil: "??") and never stored. Run ends a metrics period every
+// Config.GeoIP (nil: "??") and never stored. Run (or Serve) ends a metrics period every
 // Config.MetricsInterval, appending Snowflake's descriptor to
 // Config.MetricsLogPath. Every request's duration is recorded per endpoint.
 // docs/broker-metrics.md lists the metrics.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"os"
 	"time"
@@ -11,8 +12,12 @@ import (
 // NewWithSink is New with an event sink, for tests.
 func NewWithSink(cfg Config, sink event.Sink) (*Broker, error) { return newBroker(cfg, sink) }
 
+// Background runs the background work Serve runs (metrics periods, address
+// counts) without serving, for tests in a synctest bubble.
+func (b *Broker) Background(ctx context.Context) error { return b.background(ctx) }
+
 // EndMetricsPeriod ends the metrics period now and appends its descriptor
-// to Config.MetricsLogPath, as Run does every MetricsInterval.
+// to Config.MetricsLogPath, as Serve does every MetricsInterval.
 func (b *Broker) EndMetricsPeriod() error {
 	f, err := os.OpenFile(b.cfg.MetricsLogPath, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {

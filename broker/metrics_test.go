@@ -503,7 +503,7 @@ func TestRunWritesDescriptors(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
-		go func() { done <- b.Run(ctx) }()
+		go func() { done <- b.Background(ctx) }()
 		time.Sleep(2*time.Hour + time.Minute)
 		synctest.Wait()
 
@@ -582,7 +582,7 @@ func TestIPCount(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
-		go func() { done <- b.Run(ctx) }()
+		go func() { done <- b.Background(ctx) }()
 		body := `{"Sid":"abc","Version":"1.3","Type":"standalone","NAT":"unrestricted","Clients":0,"AcceptedRelayPattern":""}`
 		r := httptest.NewRequest(http.MethodPost, "/proxy", strings.NewReader(body))
 		r.RemoteAddr = "192.0.2.7:1234"

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -112,20 +111,21 @@ func startBroker(tb testing.TB, relayURL string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := httptest.NewServer(b.Handler())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Run(ctx)
+		_ = b.Serve(ctx, ln)
 	}()
 	tb.Cleanup(func() {
-		b.Shutdown()
-		srv.Close()
 		cancel()
 		<-done
 	})
-	return srv.URL + "/"
+	return "http://" + ln.Addr().String() + "/"
 }
 
 // realProxy is a running proxy.Proxy that can be stopped cleanly or killed.

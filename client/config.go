@@ -13,6 +13,7 @@ import (
 	"github.com/flurrypt/flurry/client/internal/rendezvous"
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/internal/commalist"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -283,9 +284,9 @@ func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
 		cfg.BrokerURL = v
 	}
 	if v, ok := get("fronts"); ok && v != "" {
-		cfg.Fronts = splitList(v)
+		cfg.Fronts = commalist.Split(v)
 	} else if v, ok := get("front"); ok {
-		cfg.Fronts = splitList(v)
+		cfg.Fronts = commalist.Split(v)
 	}
 	if v, ok := get("ampcache"); ok {
 		cfg.AMPCacheURL = v
@@ -297,7 +298,7 @@ func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
 		cfg.SQSCredentials = v
 	}
 	if v, ok := get("ice"); ok {
-		cfg.ICEServers = splitList(v)
+		cfg.ICEServers = commalist.Split(v)
 	}
 	if v, ok := get("max"); ok {
 		n, err := strconv.Atoi(v)
@@ -329,15 +330,4 @@ func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
 	}
 	cfg.CovertDTLS = c
 	return cfg, nil
-}
-
-// splitList splits a comma-separated list, dropping empty entries.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(strings.TrimSpace(s), ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -2,6 +2,14 @@
 // v2.14.1's probetest protocol, so that both Flurry and Snowflake proxies
 // can learn whether their NAT is restrictive.
 //
+// # Use
+//
+//	s, err := natprobe.New(natprobe.Config{ListenAddr: ":8443", TLSConfig: tc})
+//	err = s.Run(ctx) // or s.Serve(ctx, ln), then s.Close()
+//
+// Run serves Handler until ctx ends, then ends the probes in progress.
+// The binary is natprobe/cmd/flurry-natprobe.
+//
 // # Protocol
 //
 //	proxy                                                   natprobe

@@ -1,6 +1,7 @@
 package natprobe
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -34,10 +35,24 @@ const (
 	DefaultCloseTimeout  = 5 * time.Second
 	DefaultMaxConcurrent = 64
 	DefaultMaxPerAddress = 4
+	// DefaultListenAddr is flurry-natprobe's default: a probe is usually
+	// behind a TLS-terminating front end on the same machine.
+	DefaultListenAddr      = "127.0.0.1:8443"
+	DefaultShutdownTimeout = 5 * time.Second
 )
 
 // Config configures a Server; the zero value works.
 type Config struct {
+	// ListenAddr is the TCP address Run listens on. Empty means
+	// DefaultListenAddr. Serve ignores it.
+	ListenAddr string
+	// TLSConfig, if not nil, makes Run and Serve speak TLS. Nil: plain
+	// HTTP.
+	TLSConfig *tls.Config
+	// ShutdownTimeout bounds the wait for the requests in flight when Run
+	// or Serve stops. Zero means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+
 	// STUNURLs are the probe's ICE servers (so that its answer carries its
 	// public, NATed address). Empty: host candidates only.
 	STUNURLs []string
@@ -81,36 +96,61 @@ type Server struct {
 	perIP map[netip.Prefix]int // probes in progress per address
 }
 
-// New returns a Server.
-func New(cfg Config) (*Server, error) {
-	cfg.STUNURLs = append([]string(nil), cfg.STUNURLs...)
-	if cfg.GatherTimeout == 0 {
-		cfg.GatherTimeout = DefaultGatherTimeout
+// settings are a Config with its defaults filled in and validated.
+type settings struct {
+	Config
+}
+
+// settle fills in c's defaults and validates it; its errors wrap
+// ErrInvalidConfig.
+func (c Config) settle() (*settings, error) {
+	c.STUNURLs = append([]string(nil), c.STUNURLs...)
+	if c.ListenAddr == "" {
+		c.ListenAddr = DefaultListenAddr
 	}
-	if cfg.OpenTimeout == 0 {
-		cfg.OpenTimeout = DefaultOpenTimeout
+	if c.TLSConfig != nil {
+		c.TLSConfig = c.TLSConfig.Clone()
 	}
-	if cfg.CloseTimeout == 0 {
-		cfg.CloseTimeout = DefaultCloseTimeout
+	if c.GatherTimeout == 0 {
+		c.GatherTimeout = DefaultGatherTimeout
 	}
-	if cfg.MaxConcurrent == 0 {
-		cfg.MaxConcurrent = DefaultMaxConcurrent
+	if c.OpenTimeout == 0 {
+		c.OpenTimeout = DefaultOpenTimeout
 	}
-	if cfg.MaxPerAddress == 0 {
-		cfg.MaxPerAddress = DefaultMaxPerAddress
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = DefaultCloseTimeout
 	}
-	if cfg.GatherTimeout < 0 || cfg.OpenTimeout < 0 || cfg.CloseTimeout < 0 || cfg.MaxConcurrent < 0 || cfg.MaxPerAddress < 0 {
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.MaxPerAddress == 0 {
+		c.MaxPerAddress = DefaultMaxPerAddress
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.GatherTimeout < 0 || c.OpenTimeout < 0 || c.CloseTimeout < 0 || c.MaxConcurrent < 0 || c.MaxPerAddress < 0 || c.ShutdownTimeout < 0 {
 		return nil, fmt.Errorf("%w: negative value", ErrInvalidConfig)
 	}
-	for _, u := range cfg.STUNURLs {
+	for _, u := range c.STUNURLs {
 		if !strings.HasPrefix(u, "stun:") && !strings.HasPrefix(u, "stuns:") {
 			return nil, fmt.Errorf("%w: ICE server %q is not a stun: URL", ErrInvalidConfig, u)
 		}
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	return &settings{Config: c}, nil
+}
+
+// New returns a Server.
+func New(c Config) (*Server, error) {
+	set, err := c.settle()
+	if err != nil {
+		return nil, err
 	}
+	cfg := set.Config
+	log := cfg.Logger
 	var se webrtc.SettingEngine
 	se.LoggerFactory = pionlog.New(log)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)

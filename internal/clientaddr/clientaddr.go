@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/flurrypt/flurry/internal/commalist"
 )
 
 // maxHops bounds how many header entries are examined.
@@ -126,11 +128,7 @@ func parseHostPort(s string) netip.Addr {
 // as given to a -trusted-proxies flag (flagName names the flag in errors).
 func ParsePrefixes(flagName, s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	for f := range strings.SplitSeq(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
+	for _, f := range commalist.Split(s) {
 		if p, err := netip.ParsePrefix(f); err == nil {
 			out = append(out, p.Masked())
 			continue

@@ -1,207 +1,141 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"io"
-	"net/netip"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/internal/pebbletest"
 )
 
-func TestTLSModeFlags(t *testing.T) {
+func TestMain(m *testing.M) { os.Exit(pebbletest.Main(m, main)) }
+
+func parse(t *testing.T, args ...string) (broker.Config, *options, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("flurry-broker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o options
+	c, err := parseFlags(fs, args, &o)
+	return c, &o, err
+}
+
+func TestTLSFlags(t *testing.T) {
 	tests := []struct {
 		args []string
-		want tlsMode
 		err  string
 	}{
-		{[]string{"-disable-tls"}, modePlain, ""},
-		{[]string{"-cert", "c", "-key", "k"}, modeCertFile, ""},
-		{[]string{"-acme-hostnames", "a.example"}, modeACME, ""},
-		{nil, 0, "one of -acme-hostnames, -cert and -key, or -disable-tls is required"},
-		{[]string{"-cert", "c"}, 0, "-cert and -key must be given together"},
-		{[]string{"-disable-tls", "-cert", "c", "-key", "k"}, 0, "-disable-tls cannot be combined"},
-		{[]string{"-acme-hostnames", "a", "-key", "k"}, 0, "-acme-hostnames cannot be combined"},
-		{[]string{"-disable-tls", "extra"}, 0, "unexpected arguments"},
+		{[]string{"-disable-tls"}, ""},
+		{[]string{"-cert", "c", "-key", "k"}, ""},
+		{[]string{"-acme-hostnames", "a.example"}, ""},
+		{nil, "one of -acme-hostnames, -cert and -key, or -disable-tls is required"},
+		{[]string{"-cert", "c"}, "-cert and -key must be given together"},
+		{[]string{"-disable-tls", "-cert", "c", "-key", "k"}, "-disable-tls cannot be combined"},
+		{[]string{"-acme-hostnames", "a", "-key", "k"}, "-acme-hostnames cannot be combined"},
+		{[]string{"-disable-tls", "extra"}, "unexpected arguments"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			o, err := parseFlags(fs, tt.args)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err = %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m, _ := o.tlsMode(); m != tt.want {
-				t.Errorf("mode = %v, want %v", m, tt.want)
+			_, _, err := parse(t, tt.args...)
+			if (tt.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("err = %v, want %q", err, tt.err)
 			}
 		})
 	}
 }
 
-func TestLoggerScrubs(t *testing.T) {
-	var buf bytes.Buffer
-	log, err := newLogger(&buf, "info", false)
+func TestFlagsToConfig(t *testing.T) {
+	c, o, err := parse(t, "-disable-tls")
 	if err != nil {
 		t.Fatal(err)
 	}
-	log.Info("peer 192.0.2.1:443 said hi", "addr", "[2001:db8::1]:80")
-	if s := buf.String(); strings.Contains(s, "192.0.2.1") || strings.Contains(s, "2001:db8") {
-		t.Errorf("address leaked: %s", s)
+	if c.MetricsInterval != 24*time.Hour || c.MetricsAddr != "" || o.geoip != [2]string{broker.DefaultGeoIPFile, broker.DefaultGeoIP6File} ||
+		c.UnansweredPenalty != time.Hour || c.ListenAddr != ":443" || len(c.SQS) != 0 {
+		t.Errorf("defaults: %+v %+v", c, o)
 	}
-	buf.Reset()
-	log, _ = newLogger(&buf, "info", true)
-	log.Info("peer 192.0.2.1")
-	if !strings.Contains(buf.String(), "192.0.2.1") {
-		t.Errorf("-unsafe-logging scrubbed: %s", buf.String())
-	}
-	if _, err := newLogger(&buf, "loud", false); err == nil {
-		t.Error("bad level accepted")
-	}
-}
-
-func TestOpenGeoIP(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	good4 := write("geoip", "2130706432,2147483647,AA\n")
-	good6 := write("geoip6", "::1,::1,V6\n")
-	bad := write("bad", "1,2\n")
-	missing := filepath.Join(dir, "missing")
-	tests := []struct {
-		name string
-		args []string
-		err  string // "" = loads
-		nil  bool
-	}{
-		{"disabled", []string{"-disable-geoip", "-geoipdb", missing}, "", true},
-		{"both", []string{"-geoipdb", good4, "-geoip6db", good6}, "", false},
-		{"IPv4 only", []string{"-geoipdb", good4, "-geoip6db", ""}, "", false},
-		{"missing file", []string{"-geoipdb", missing, "-geoip6db", good6}, "no such file", false},
-		{"malformed file", []string{"-geoipdb", good4, "-geoip6db", bad}, bad + ":1", false},
-		{"neither", []string{"-geoipdb", "", "-geoip6db", ""}, "no geoip file given", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			o, err := parseFlags(fs, append([]string{"-disable-tls"}, tt.args...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			db, err := openGeoIP(o)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "-disable-geoip") {
-					t.Fatalf("err = %v, want one mentioning %q and -disable-geoip", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if (db == nil) != tt.nil {
-				t.Fatalf("db = %v, want nil: %v", db, tt.nil)
-			}
-			if db != nil && db.Lookup(netip.MustParseAddr("127.0.0.1")) != "AA" {
-				t.Error("127.0.0.1 is not AA")
-			}
-		})
-	}
-}
-
-func TestMetricsFlags(t *testing.T) {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	o, err := parseFlags(fs, []string{"-disable-tls"})
+	c, _, err = parse(t, "-disable-tls", "-metrics-interval", "1m", "-metrics-addr", "127.0.0.1:9090", "-metrics-log", "m.log",
+		"-trusted-proxies", "10.0.0.0/8", "-rate-limit-exempt", "192.0.2.1", "-sqs-global-rate", "7")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.metricsInterval != 24*time.Hour || o.metricsAddr != "" || o.geoipDB != "/usr/share/tor/geoip" || o.geoip6DB != "/usr/share/tor/geoip6" {
-		t.Errorf("defaults: %+v", o)
+	if c.MetricsInterval != time.Minute || c.MetricsAddr != "127.0.0.1:9090" || c.MetricsLogPath != "m.log" ||
+		len(c.TrustedProxies) != 1 || len(c.RateLimitExempt) != 1 || c.SQSGlobalRate != 7 {
+		t.Errorf("parsed: %+v", c)
 	}
-	fs = flag.NewFlagSet("test", flag.ContinueOnError)
-	o, err = parseFlags(fs, []string{"-disable-tls", "-metrics-interval", "1m", "-metrics-addr", "127.0.0.1:9090", "-metrics-log", "m.log"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.metricsInterval != time.Minute || o.metricsAddr != "127.0.0.1:9090" || o.metricsLog != "m.log" {
-		t.Errorf("parsed: %+v", o)
+	if _, _, err := parse(t, "-disable-tls", "-trusted-proxies", "nonsense"); err == nil {
+		t.Error("a bad -trusted-proxies was accepted")
 	}
 }
 
 func TestUnansweredPenaltyFlag(t *testing.T) {
-	tests := []struct {
-		args []string
-		want time.Duration // Config.UnansweredPenalty
-	}{
-		{nil, time.Hour},
-		{[]string{"-unanswered-penalty", "10m"}, 10 * time.Minute},
-		{[]string{"-unanswered-penalty", "0"}, -1},
-		{[]string{"-unanswered-penalty", "-1s"}, -1},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			o, err := parseFlags(fs, append([]string{"-disable-tls"}, tt.args...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := penaltyConfig(o.unansweredPenalty); got != tt.want {
-				t.Errorf("penalty = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-// TestBadCertificateFiles: the certificate is loaded before the broker
-// listens, and a missing one is an error that names the flags.
-func TestBadCertificateFiles(t *testing.T) {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	dir := t.TempDir()
-	o, err := parseFlags(fs, []string{"-cert", filepath.Join(dir, "missing.pem"), "-key", filepath.Join(dir, "missing.key"),
-		"-disable-geoip", "-addr", "127.0.0.1:0", "-log-level", "error"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := run(o); err == nil || !strings.Contains(err.Error(), "-cert/-key") {
-		t.Fatalf("run = %v, want a -cert/-key error", err)
+	for arg, want := range map[string]time.Duration{"10m": 10 * time.Minute, "0": -1, "-1s": -1} {
+		c, _, err := parse(t, "-disable-tls", "-unanswered-penalty", arg)
+		if err != nil || c.UnansweredPenalty != want {
+			t.Errorf("-unanswered-penalty %s: %v, %v, want %v", arg, c.UnansweredPenalty, err, want)
+		}
 	}
 }
 
 func TestSQSFlags(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr bool
-	}{
-		{"none", []string{"-disable-tls"}, false},
-		{"name and region", []string{"-disable-tls", "-broker-sqs-name", "q", "-broker-sqs-region", "us-east-1"}, false},
-		{"name without region", []string{"-disable-tls", "-broker-sqs-name", "q"}, true},
-		{"region without name", []string{"-disable-tls", "-broker-sqs-region", "us-east-1"}, true},
-		{"profiles without name", []string{"-disable-tls", "-sqs-profiles", "a,b"}, true},
-		{"endpoint without name", []string{"-disable-tls", "-broker-sqs-endpoint", "http://127.0.0.1:1"}, true},
+	c, _, err := parse(t, "-disable-tls", "-broker-sqs-name", "q", "-broker-sqs-region", "us-east-1", "-sqs-profiles", "a, b")
+	if err != nil || len(c.SQS) != 2 || c.SQS[1].Profile != "b" || c.SQS[0].QueueName != "q" {
+		t.Fatalf("SQS = %+v, %v", c.SQS, err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fs := flag.NewFlagSet("flurry-broker", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			_, err := parseFlags(fs, tt.args)
-			if (err != nil) != tt.wantErr {
-				t.Errorf("parseFlags(%q) error = %v, want error %v", tt.args, err, tt.wantErr)
-			}
-		})
+	for _, args := range [][]string{
+		{"-broker-sqs-name", "q"},
+		{"-broker-sqs-region", "us-east-1"},
+		{"-sqs-profiles", "a,b"},
+		{"-broker-sqs-endpoint", "http://127.0.0.1:1"},
+	} {
+		c, _, err := parse(t, append([]string{"-disable-tls"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := broker.New(c); err == nil {
+			t.Errorf("%q: accepted", args)
+		}
+	}
+}
+
+// TestStartupErrors: a certificate, or a geoip file named on the command
+// line, that cannot be loaded is an error naming the flags.
+func TestStartupErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-cert", filepath.Join(dir, "missing.pem"), "-key", filepath.Join(dir, "missing.key"), "-disable-geoip"}, "-cert/-key"},
+		{[]string{"-disable-tls", "-geoipdb", filepath.Join(dir, "missing")}, "-disable-geoip runs without"},
+	} {
+		c, o, err := parse(t, append(tt.args, "-addr", "127.0.0.1:0", "-log-level", "error")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run(c, o); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: run = %v, want an error with %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// TestACME: with -acme-hostnames the broker gets its certificate from an
+// ACME server (pebble, validating HTTP-01 on loopback) and serves HTTPS,
+// HTTP/2 offered, with it, with the flags of docs/operators.md's unit.
+func TestACME(t *testing.T) {
+	ca := pebbletest.Start(t)
+	const host = "broker.flurry.test"
+	addr := ca.ServeTLS(t, host, "-disable-geoip")
+	resp, err := ca.Client(addr, host).Get("https://" + host + "/robots.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+		t.Errorf("GET /robots.txt over TLS: %s %s, want 200 over HTTP/2", resp.Proto, resp.Status)
 	}
 }

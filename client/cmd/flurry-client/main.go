@@ -28,6 +28,8 @@ import (
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/safelog"
 	"github.com/flurrypt/flurry/common/version"
+	"github.com/flurrypt/flurry/internal/commalist"
+	"github.com/flurrypt/flurry/internal/serve"
 )
 
 // methodName is the transport name tor knows us by (Snowflake's).
@@ -126,7 +128,7 @@ Flags:
 func (f *flags) baseConfig(logger *slog.Logger) (client.Config, error) {
 	cfg := client.Config{
 		BrokerURL:          f.url,
-		ICEServers:         splitList(f.ice),
+		ICEServers:         commalist.Split(f.ice),
 		Max:                f.maxProxies,
 		AMPCacheURL:        f.ampcache,
 		SQSQueueURL:        f.sqsqueue,
@@ -139,9 +141,9 @@ func (f *flags) baseConfig(logger *slog.Logger) (client.Config, error) {
 	}
 	switch {
 	case f.fronts != "":
-		cfg.Fronts = splitList(f.fronts)
+		cfg.Fronts = commalist.Split(f.fronts)
 	case f.front != "":
-		cfg.Fronts = splitList(f.front)
+		cfg.Fronts = commalist.Split(f.front)
 	}
 	c, err := covertdtls.Parse(f.covertDTLS, f.covertFingerprint)
 	if err != nil {
@@ -149,16 +151,6 @@ func (f *flags) baseConfig(logger *slog.Logger) (client.Config, error) {
 	}
 	cfg.CovertDTLS = c
 	return cfg, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, e := range strings.Split(s, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 func main() {
@@ -264,7 +256,7 @@ func newLogger(f *flags, managed bool) (*slog.Logger, func(), error) {
 			}
 			path = filepath.Join(dir, f.logFile)
 		}
-		file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		file, err := serve.OpenLogFile(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open log: %w", err)
 		}
@@ -274,11 +266,7 @@ func newLogger(f *flags, managed bool) (*slog.Logger, func(), error) {
 	default:
 		w = os.Stderr
 	}
-	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})
-	if !f.unsafeLogging {
-		h = safelog.NewHandler(h)
-	}
-	return slog.New(h), closeLog, nil
+	return serve.NewLogger(w, serve.LogOptions{Unsafe: f.unsafeLogging}), closeLog, nil
 }
 
 // server accepts SOCKS connections and carries each through a session.

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,16 +112,19 @@ func startChain(tb testing.TB) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := httptest.NewServer(b.Handler())
+	brokerLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	brokerURL := "http://" + brokerLn.Addr().String() + "/"
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = b.Run(ctx)
+		_ = b.Serve(ctx, brokerLn)
 	}()
-	tb.Cleanup(func() { b.Shutdown(); srv.Close() })
 
 	p, err := proxy.New(proxy.Config{
-		BrokerURL:           srv.URL + "/",
+		BrokerURL:           brokerURL,
 		RelayURL:            relayURL,
 		AllowedRelayPattern: "^127.0.0.1:*$",
 		AllowNonTLSRelay:    true,
@@ -140,7 +142,7 @@ func startChain(tb testing.TB) string {
 		defer wg.Done()
 		_ = p.Run(ctx)
 	}()
-	return srv.URL + "/"
+	return brokerURL
 }
 
 // socks5Connect performs a SOCKS5 handshake on conn, with RFC 1929

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flurrypt/flurry/internal/commalist"
 	"github.com/flurrypt/flurry/loadgen"
 )
 
@@ -218,12 +219,7 @@ func brokerFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Res
 	cliNATs.m, _ = loadgen.ParseMix(loadgen.DefaultClientNATMix)
 	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "broker base URL")
 	fs.Func("check-urls", "comma-separated Prometheus URLs of brokers (e.g. each instance behind -url) whose waiting polls and goroutines are reported once the load has stopped", func(v string) error {
-		cfg.CheckURLs = nil
-		for u := range strings.SplitSeq(v, ",") {
-			if u = strings.TrimSpace(u); u != "" {
-				cfg.CheckURLs = append(cfg.CheckURLs, u)
-			}
-		}
+		cfg.CheckURLs = commalist.Split(v)
 		return nil
 	})
 	fs.StringVar(&cfg.ClientURL, "client-url", "", "send the clients' offers here instead of -url (another instance of a broker cluster: every match crosses instances)")

@@ -13,13 +13,13 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
-	"github.com/flurrypt/flurry/common/safelog"
 	"github.com/flurrypt/flurry/common/version"
+	"github.com/flurrypt/flurry/internal/commalist"
+	"github.com/flurrypt/flurry/internal/serve"
 	"github.com/flurrypt/flurry/proxy"
 )
 
@@ -31,15 +31,6 @@ No flag points at a public host. To serve Tor's Snowflake network:
     -stun stun:stun.l.google.com:19302,stun:stun.voip.blackberry.com:3478 \
     -nat-probe-server https://snowflake-broker.torproject.net:8443/probe
 `
-
-// utcTime is a slog ReplaceAttr that writes the record's time in UTC, as
-// Snowflake's proxy logs unless -log-local-time.
-func utcTime(groups []string, a slog.Attr) slog.Attr {
-	if a.Key == slog.TimeKey && len(groups) == 0 && a.Value.Kind() == slog.KindTime {
-		a.Value = slog.TimeValue(a.Value.Time().UTC())
-	}
-	return a
-}
 
 func main() {
 	os.Exit(run())
@@ -110,7 +101,7 @@ func run() int {
 	}
 	out := os.Stderr
 	if *logFile != "" {
-		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := serve.OpenLogFile(*logFile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "flurry-proxy: -log:", err)
 			return 2
@@ -118,15 +109,7 @@ func run() int {
 		defer f.Close()
 		out = f
 	}
-	opts := &slog.HandlerOptions{Level: level}
-	if !*logLocalTime {
-		opts.ReplaceAttr = utcTime
-	}
-	var h slog.Handler = slog.NewTextHandler(out, opts)
-	if !*unsafeLogging {
-		h = safelog.NewHandler(h)
-	}
-	log := slog.New(h)
+	log := serve.NewLogger(out, serve.LogOptions{Level: level, Unsafe: *unsafeLogging, LocalTime: *logLocalTime})
 	covert, err := covertdtls.Parse(*covertConfig, *covertFingerprint)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flurry-proxy: -covertdtls-config/-covertdtls-fingerprint:", err)
@@ -155,9 +138,7 @@ func run() int {
 		SummaryInterval:     *summary,
 		Logger:              log,
 	}
-	if *stun != "" {
-		cfg.STUNURLs = strings.Split(*stun, ",")
-	}
+	cfg.STUNURLs = commalist.Split(*stun)
 	if *natRetest == 0 {
 		cfg.NATRetestInterval = -1
 	}

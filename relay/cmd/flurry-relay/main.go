@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,18 +18,15 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	pt "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/goptlib"
-	"golang.org/x/crypto/acme"
-	"golang.org/x/crypto/acme/autocert"
 
-	"github.com/flurrypt/flurry/common/safelog"
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/clientaddr"
+	"github.com/flurrypt/flurry/internal/serve"
 	"github.com/flurrypt/flurry/relay"
 )
 
@@ -38,22 +34,20 @@ import (
 const methodName = "snowflake"
 
 type flags struct {
-	addr, forward, path                           string
-	backends                                      []relay.Backend
-	acmeHostnames, acmeEmail, acmeCache, acmeHTTP string
-	certFile, keyFile                             string
-	disableTLS                                    bool
-	metricsAddr                                   string
-	numTurbotunnel, maxConns                      int
-	handshakeTimeout, tokenTimeout                time.Duration
-	trustedProxies                                string
-	maxSessions, maxCarriersPerAddr               int
-	newSessionRate                                float64
-	newSessionBurst                               int
-	sessionOpenTimeout                            time.Duration
-	orportSrcAddr                                 string
-	logFile                                       string
-	unsafeLogging, showVersion                    bool
+	addr, forward, path             string
+	backends                        []relay.Backend
+	tls                             serve.TLSFlags
+	metricsAddr                     string
+	numTurbotunnel, maxConns        int
+	handshakeTimeout, tokenTimeout  time.Duration
+	trustedProxies                  string
+	maxSessions, maxCarriersPerAddr int
+	newSessionRate                  float64
+	newSessionBurst                 int
+	sessionOpenTimeout              time.Duration
+	orportSrcAddr                   string
+	logFile                         string
+	unsafeLogging, showVersion      bool
 }
 
 func parseFlags() *flags {
@@ -91,13 +85,8 @@ Flags:
 			return nil
 		})
 	flag.StringVar(&f.path, "path", "", "accept WebSockets only on this URL path (default: any path, as Snowflake)")
-	flag.StringVar(&f.acmeHostnames, "acme-hostnames", "", "comma-separated host names to get Let's Encrypt certificates for (TLS via ACME)")
-	flag.StringVar(&f.acmeEmail, "acme-email", "", "optional contact e-mail address for the ACME account")
-	flag.StringVar(&f.acmeCache, "acme-cache", "", "directory for ACME certificates (default: <TOR_PT_STATE_LOCATION>/snowflake-certificate-cache in managed mode, else the user cache directory)")
-	flag.StringVar(&f.acmeHTTP, "acme-http-addr", "", "address for the ACME HTTP-01 challenge listener (default: port 80 on the listen address's host; \"off\" disables it, leaving TLS-ALPN-01)")
-	flag.StringVar(&f.certFile, "cert", "", "TLS certificate file (PEM), with -key")
-	flag.StringVar(&f.keyFile, "key", "", "TLS private key file (PEM), with -cert")
-	flag.BoolVar(&f.disableTLS, "disable-tls", false, "serve plain ws:// (behind a TLS-terminating front end, or for tests)")
+	f.tls.Register(flag.CommandLine, defaultACMECache())
+	flag.Var(flag.Lookup("acme-cert-cache").Value, "acme-cache", "deprecated alias of -acme-cert-cache")
 	flag.StringVar(&f.metricsAddr, "metrics-addr", "", "address to serve Prometheus metrics on at /metrics (default: off)")
 	flag.IntVar(&f.numTurbotunnel, "num-turbotunnel", runtime.NumCPU(), "number of KCP state machines (tor's ServerTransportOptions num-turbotunnel overrides it)")
 	flag.IntVar(&f.maxConns, "max-conns", relay.DefaultMaxConns, "maximum concurrent WebSocket connections (negative: no limit)")
@@ -155,21 +144,14 @@ func main() {
 // newLogger writes text logs to path (append, 0600) or stderr, scrubbing IP
 // addresses unless unsafe.
 func newLogger(path string, unsafe bool) (*slog.Logger, func(), error) {
-	var w io.Writer = os.Stderr
-	closeLog := func() {}
-	if path != "" {
-		file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return nil, nil, fmt.Errorf("open log file: %w", err)
-		}
-		w = file
-		closeLog = func() { file.Close() }
+	if path == "" {
+		return serve.NewLogger(os.Stderr, serve.LogOptions{Unsafe: unsafe}), func() {}, nil
 	}
-	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})
-	if !unsafe {
-		h = safelog.NewHandler(h)
+	file, err := serve.OpenLogFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open log file: %w", err)
 	}
-	return slog.New(h), closeLog, nil
+	return serve.NewLogger(file, serve.LogOptions{Unsafe: unsafe}), func() { file.Close() }, nil
 }
 
 func run(f *flags, logger *slog.Logger) error {
@@ -207,19 +189,17 @@ func run(f *flags, logger *slog.Logger) error {
 		case f.forward != "" && len(f.backends) > 0:
 			return errors.New("choose -forward or -backend, not both")
 		}
-		tlsConfig, challenge, err := tlsSetup(f, f.addr, "")
+		t, err := f.tls.Setup(f.addr, logger, "http/1.1")
 		if err != nil {
 			return err
 		}
-		cfg.TLSConfig = tlsConfig
+		defer t.Close()
+		cfg.TLSConfig = t.Config
 		r, err := relay.New(cfg)
 		if err != nil {
 			return err
 		}
-		logger.Info("flurry-relay starting", "version", version.String(), "forward", f.forward, "backends", len(f.backends))
-		if challenge != nil {
-			defer challenge()
-		}
+		logger.Info("flurry-relay starting", "version", version.String(), "forward", f.forward, "backends", len(f.backends), "tls", t.Mode)
 		return r.Run(ctx)
 	}
 	return runManaged(ctx, f, cfg, logger)
@@ -282,16 +262,13 @@ func runManaged(ctx context.Context, f *flags, cfg relay.Config, logger *slog.Lo
 	cfg.Dial = relay.TorDialer(torCfg)
 	cfg.ForwardAddr = ""
 
-	stateDir := os.Getenv("TOR_PT_STATE_LOCATION")
-	tlsConfig, challenge, err := tlsSetup(f, ours[0].Addr.String(), stateDir)
+	t, err := f.tls.Setup(ours[0].Addr.String(), logger, "http/1.1")
 	if err != nil {
 		pt.SmethodError(methodName, "TLS setup failed")
 		return err
 	}
-	if challenge != nil {
-		defer challenge()
-	}
-	cfg.TLSConfig = tlsConfig
+	defer t.Close()
+	cfg.TLSConfig = t.Config
 	r, err := relay.New(cfg)
 	if err != nil {
 		pt.SmethodError(methodName, "relay setup failed")
@@ -308,9 +285,9 @@ func runManaged(ctx context.Context, f *flags, cfg relay.Config, logger *slog.Lo
 			continue
 		}
 		args := pt.Args{}
-		if tlsConfig != nil {
+		if t.Config != nil {
 			args.Add("tls", "yes")
-			for _, h := range splitHostnames(f.acmeHostnames) {
+			for _, h := range t.Hostnames {
 				args.Add("hostname", h)
 			}
 		} else {
@@ -357,84 +334,15 @@ func runManaged(ctx context.Context, f *flags, cfg relay.Config, logger *slog.Lo
 	return nil
 }
 
-func splitHostnames(s string) []string {
-	var out []string
-	for _, h := range strings.Split(s, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			out = append(out, h)
-		}
+// defaultACMECache is where the relay keeps its ACME certificates unless
+// -acme-cert-cache says: under tor, in the transport's state directory (as
+// Snowflake's server), else in the user's cache directory.
+func defaultACMECache() string {
+	if dir := os.Getenv("TOR_PT_STATE_LOCATION"); dir != "" {
+		return filepath.Join(dir, "snowflake-certificate-cache")
 	}
-	return out
-}
-
-// tlsSetup returns the TLS config chosen by the flags (nil with
-// -disable-tls) and, for ACME, a function that stops the HTTP-01 challenge
-// listener.
-func tlsSetup(f *flags, listenAddr, stateDir string) (*tls.Config, func(), error) {
-	hostnames := splitHostnames(f.acmeHostnames)
-	chosen := 0
-	for _, b := range []bool{f.disableTLS, len(hostnames) > 0, f.certFile != "" || f.keyFile != ""} {
-		if b {
-			chosen++
-		}
+	if base, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(base, "flurry-relay", "acme")
 	}
-	if chosen != 1 {
-		return nil, nil, errors.New("choose exactly one of -acme-hostnames, -cert/-key, -disable-tls")
-	}
-	switch {
-	case f.disableTLS:
-		return nil, nil, nil
-	case f.certFile != "":
-		if f.keyFile == "" {
-			return nil, nil, errors.New("-cert needs -key")
-		}
-		cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("load certificate: %w", err)
-		}
-		return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil, nil
-	case f.keyFile != "":
-		return nil, nil, errors.New("-key needs -cert")
-	}
-	cacheDir := f.acmeCache
-	if cacheDir == "" {
-		if stateDir != "" {
-			cacheDir = filepath.Join(stateDir, "snowflake-certificate-cache")
-		} else {
-			base, err := os.UserCacheDir()
-			if err != nil {
-				return nil, nil, fmt.Errorf("no -acme-cache and no user cache directory: %w", err)
-			}
-			cacheDir = filepath.Join(base, "flurry-relay", "acme")
-		}
-	}
-	m := &autocert.Manager{
-		Prompt:     autocert.AcceptTOS,
-		HostPolicy: autocert.HostWhitelist(hostnames...),
-		Email:      f.acmeEmail,
-		Cache:      autocert.DirCache(cacheDir),
-	}
-	cfg := &tls.Config{
-		GetCertificate: m.GetCertificate,
-		NextProtos:     []string{"http/1.1", acme.ALPNProto},
-		MinVersion:     tls.VersionTLS12,
-	}
-	if f.acmeHTTP == "off" {
-		return cfg, nil, nil
-	}
-	httpAddr := f.acmeHTTP
-	if httpAddr == "" {
-		host, _, err := net.SplitHostPort(listenAddr)
-		if err != nil {
-			return nil, nil, fmt.Errorf("listen address %q: %w", listenAddr, err)
-		}
-		httpAddr = net.JoinHostPort(host, "80")
-	}
-	ln, err := net.Listen("tcp", httpAddr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("ACME HTTP-01 listener: %w", err)
-	}
-	srv := &httpChallengeServer{handler: m.HTTPHandler(nil)}
-	stop := srv.start(ln)
-	return cfg, stop, nil
+	return ""
 }
