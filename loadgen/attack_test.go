@@ -1,10 +1,10 @@
 package loadgen
 
 import (
-	"net"
 	"testing"
 	"time"
 
+	"github.com/flurrypt/flurry/internal/chaintest"
 	"github.com/flurrypt/flurry/relay"
 )
 
@@ -19,24 +19,7 @@ func TestRelayAttacks(t *testing.T) {
 	ctx := testCtx(t)
 	start := func(cfg relay.Config) (*relay.Relay, string) {
 		cfg.ForwardAddr = target.Addr()
-		r, err := relay.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			r.Serve(ctx, ln)
-		}()
-		t.Cleanup(func() {
-			r.Close()
-			<-done
-		})
-		return r, "ws://" + ln.Addr().String() + "/"
+		return chaintest.StartRelay(t, cfg)
 	}
 
 	t.Run("relay-sessions", func(t *testing.T) {

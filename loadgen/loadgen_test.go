@@ -18,20 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/flurrypt/flurry/internal/chaintest/leak"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// kcp-go's process-wide scheduler and packet post-processing
-		// goroutines start once and live forever.
-		goleak.IgnoreTopFunction("github.com/xtaci/kcp-go/v5.(*TimedSched).sched"),
-		goleak.IgnoreTopFunction("github.com/xtaci/kcp-go/v5.(*TimedSched).run"),
-		goleak.IgnoreTopFunction("github.com/xtaci/kcp-go/v5.postProcessWorker"),
-		goleak.IgnoreAnyFunction("github.com/xtaci/kcp-go/v5.postProcessWorker"),
-		goleak.IgnoreAnyFunction("github.com/xtaci/kcp-go/v5.(*TimedSched).run"),
-	)
-}
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 
 func TestCheckHost(t *testing.T) {
 	for _, tc := range []struct {

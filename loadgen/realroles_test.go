@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/internal/chaintest"
 	"github.com/flurrypt/flurry/relay"
 )
 
@@ -62,14 +63,7 @@ func TestRealRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer target.Close()
-	r, err := relay.New(relay.Config{ForwardAddr: target.Addr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(r.Handler())
-	defer srv.Close()
-	defer r.Close()
-	url := "ws" + srv.URL[len("http"):] + "/"
+	r, url := chaintest.StartRelay(t, relay.Config{ForwardAddr: target.Addr()})
 	ctx := testCtx(t)
 
 	idle, err := RunRelayIdle(ctx, RelayIdleConfig{URL: url, Carriers: []int{20}, Settle: 20 * time.Millisecond, SourcePrefix: DefaultSourcePrefix})

@@ -6,14 +6,12 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,10 +24,8 @@ import (
 
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 
-	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/internal/chaintest"
 	"github.com/flurrypt/flurry/messages"
-	"github.com/flurrypt/flurry/proxy"
-	"github.com/flurrypt/flurry/relay"
 )
 
 // hangGuard bounds every wait; nothing is synchronised on it.
@@ -50,97 +46,9 @@ func buildBinary(tb testing.TB) string {
 // returns the broker's URL.
 func startChain(tb testing.TB) string {
 	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	tb.Cleanup(func() { cancel(); wg.Wait() })
-
-	echoLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var connsMu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := echoLn.Accept()
-			if err != nil {
-				return
-			}
-			connsMu.Lock()
-			conns = append(conns, c)
-			connsMu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				_, _ = io.CopyBuffer(c, c, make([]byte, 16<<10))
-			}()
-		}
-	}()
-	tb.Cleanup(func() {
-		echoLn.Close()
-		connsMu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		connsMu.Unlock()
-	})
-
-	r, err := relay.New(relay.Config{ForwardAddr: echoLn.Addr().String()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	relayLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	relayURL := "ws://" + relayLn.Addr().String() + "/"
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = r.Serve(ctx, relayLn)
-		r.Close()
-	}()
-
-	list := filepath.Join(tb.TempDir(), "bridges.ndjson")
-	line := fmt.Sprintf(`{"displayName":"test","webSocketAddress":%q,"fingerprint":%q}`+"\n", relayURL, messages.DefaultBridgeFingerprint)
-	if err := os.WriteFile(list, []byte(line), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	b, err := broker.New(broker.Config{BridgeListPath: list, PollInterval: time.Second})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv := httptest.NewServer(b.Handler())
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = b.Run(ctx)
-	}()
-	tb.Cleanup(func() { b.Shutdown(); srv.Close() })
-
-	p, err := proxy.New(proxy.Config{
-		BrokerURL:           srv.URL + "/",
-		RelayURL:            relayURL,
-		AllowedRelayPattern: "^127.0.0.1:*$",
-		AllowNonTLSRelay:    true,
-		AllowPrivateRelay:   true,
-		LoopbackOnly:        true,
-		PollInterval:        200 * time.Millisecond,
-		MinPollInterval:     200 * time.Millisecond,
-		SummaryInterval:     -1,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = p.Run(ctx)
-	}()
-	return srv.URL + "/"
+	ch := chaintest.Start(tb)
+	ch.StartProxy(tb, "p1")
+	return ch.BrokerURL
 }
 
 // socks5Connect performs a SOCKS5 handshake on conn, with RFC 1929
