@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 
 echo "== broker: matches/s with 500 proxies at 1, 10, 50 clients; memory per waiting poll at 1000 and 5000"
 # The simulated peers share one address: measure the broker, not its limits.
-"$BIN/flurry-broker" -disable-tls -addr "$BROKER_ADDR" -disable-rate-limits 2>"$OUT/broker.log" &
+"$BIN/flurry-broker" -disable-tls -disable-geoip -addr "$BROKER_ADDR" -disable-rate-limits 2>"$OUT/broker.log" &
 broker=$!; pids+=("$broker")
 wait_port "$BROKER_ADDR"
 "$BIN/flurry-loadgen" broker -url "http://$BROKER_ADDR" -pid "$broker" -proxies 500 -clients 1,10,50 \
