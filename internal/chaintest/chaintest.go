@@ -15,6 +15,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/internal/chaintest/loopback"
 	"github.com/flurrypt/flurry/messages"
 	"github.com/flurrypt/flurry/proxy"
 	"github.com/flurrypt/flurry/relay"
@@ -77,42 +78,9 @@ func (w *tbWriter) Write(p []byte) (int, error) {
 // Echo runs a TCP echo server on loopback and returns its address.
 func Echo(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]struct{}{}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns[c] = struct{}{}
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				_, _ = io.CopyBuffer(c, c, make([]byte, 16<<10))
-			}()
-		}
-	}()
-	tb.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	return loopback.Accept(tb, func(c net.Conn) {
+		_, _ = io.CopyBuffer(c, c, make([]byte, 16<<10))
 	})
-	return ln.Addr().String()
 }
 
 // StartRelay runs a relay configured by cfg (logging to tb unless cfg has
@@ -126,22 +94,8 @@ func StartRelay(tb testing.TB, cfg relay.Config) (*relay.Relay, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = r.Serve(ctx, ln)
-	}()
-	tb.Cleanup(func() {
-		cancel()
-		<-done
-		r.Close()
-	})
-	return r, "ws://" + ln.Addr().String() + "/"
+	tb.Cleanup(func() { r.Close() }) // after Serve has returned
+	return r, "ws://" + loopback.Serve(tb, r.Serve, relay.ErrClosed) + "/"
 }
 
 // Bridge is a bridge list of one bridge, Snowflake's default fingerprint
