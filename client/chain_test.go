@@ -15,18 +15,25 @@ import (
 	"github.com/flurrypt/flurry/internal/chaintest"
 )
 
+// dialChain starts the real chain with one proxy and dials a loopback
+// client with max proxies, whose session is closed when the test ends; it
+// returns once the proxy is connected.
+func dialChain(t *testing.T, max int) (*chaintest.Chain, *chaintest.Proxy, chan client.Event, *client.Conn) {
+	t.Helper()
+	ch := chaintest.Start(t)
+	p1 := ch.StartProxy(t, "p1")
+	events := make(chan client.Event, 256)
+	conn := dial(t, newLoopbackClient(t, ch.BrokerURL, max, events))
+	t.Cleanup(func() { conn.Close() })
+	waitEvent(t, events, client.EventProxyConnected)
+	return ch, p1, events, conn
+}
+
 // TestChain sends transferSize bytes through the real chain, closes the
 // serving proxy a third of the way in (max=1) and checks that the transfer
 // completes through the second proxy with every byte once, in order.
 func TestChain(t *testing.T) {
-	ch := chaintest.Start(t)
-	p1 := ch.StartProxy(t, "p1")
-	events := make(chan client.Event, 256)
-	c := newLoopbackClient(t, ch.BrokerURL, 1, events)
-
-	conn := dial(t, c)
-	defer conn.Close()
-	waitEvent(t, events, client.EventProxyConnected)
+	ch, p1, _, conn := dialChain(t, 1)
 	// The second proxy starts polling only now, so that the broker
 	// matched the first one.
 	ch.StartProxy(t, "p2")
@@ -51,14 +58,7 @@ func TestChain(t *testing.T) {
 // of the two serving proxies mid-transfer. The transfer must complete
 // intact, with a stall under stallBoundMultipath.
 func TestChainMultipathKill(t *testing.T) {
-	ch := chaintest.Start(t)
-	p1 := ch.StartProxy(t, "p1")
-	events := make(chan client.Event, 256)
-	c := newLoopbackClient(t, ch.BrokerURL, 2, events)
-
-	conn := dial(t, c)
-	defer conn.Close()
-	waitEvent(t, events, client.EventProxyConnected)
+	ch, p1, events, conn := dialChain(t, 2)
 	ch.StartProxy(t, "p2")
 	waitEvent(t, events, client.EventProxyConnected)
 	// A third proxy to replace the one that dies.

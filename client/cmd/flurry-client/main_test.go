@@ -105,6 +105,32 @@ func socks5Connect(conn net.Conn, user, pass string) error {
 	return nil
 }
 
+// socksEcho connects through the SOCKS5 server at addr (with user and
+// pass, if any) and checks that 256 KiB come back.
+func socksEcho(tb testing.TB, addr, user, pass string) {
+	tb.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close()
+	if err := socks5Connect(conn, user, pass); err != nil {
+		tb.Fatal(err)
+	}
+	echoCheck(tb, conn, 256<<10)
+}
+
+// freePort returns a loopback address where nothing listens (for now).
+func freePort(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // echoCheck sends size random bytes over conn and checks they come back.
 func echoCheck(tb testing.TB, conn net.Conn, size int) {
 	tb.Helper()
@@ -217,18 +243,9 @@ func TestManagedPT(t *testing.T) {
 		}
 	}()
 
-	conn, err := net.Dial("tcp", socksAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	// tor puts the bridge line's arguments in the SOCKS username and
 	// password fields, ';'-separated.
-	if err := socks5Connect(conn, "url="+brokerURL+";max=1;fingerprint="+messages.DefaultBridgeFingerprint, "\x00"); err != nil {
-		t.Fatal(err)
-	}
-	echoCheck(t, conn, 256<<10)
-	conn.Close()
+	socksEcho(t, socksAddr, "url="+brokerURL+";max=1;fingerprint="+messages.DefaultBridgeFingerprint, "\x00")
 
 	// A bridge line with a bad argument is refused.
 	conn2, err := net.Dial("tcp", socksAddr)
@@ -259,13 +276,7 @@ func TestPlainSOCKS(t *testing.T) {
 	bin := buildBinary(t)
 	brokerURL := startChain(t)
 
-	// Pick a free port for -socks.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freePort(t) // for -socks
 
 	cmd := exec.Command(bin, "-url", brokerURL, "-loopback-only", "-socks", addr)
 	stderr, err := cmd.StderrPipe()
@@ -294,15 +305,7 @@ func TestPlainSOCKS(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatal("SOCKS listener did not start")
 	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := socks5Connect(conn, "", ""); err != nil {
-		t.Fatal(err)
-	}
-	echoCheck(t, conn, 256<<10)
+	socksEcho(t, addr, "", "")
 }
 
 // TestUsage checks that nothing defaults to a public broker: without -url
