@@ -35,7 +35,7 @@ func Start(tb testing.TB) *Chain {
 	tb.Helper()
 	ch := &Chain{Target: Echo(tb)}
 	_, ch.RelayURL = StartRelay(tb, relay.Config{ForwardAddr: ch.Target})
-	_, ch.BrokerURL = StartBroker(tb, broker.Config{Bridges: Bridge(ch.RelayURL), PollInterval: time.Second})
+	_, ch.BrokerURL = StartBroker(tb, broker.Config{Bridges: BridgeList(ch.RelayURL), PollInterval: time.Second})
 	return ch
 }
 
@@ -98,9 +98,9 @@ func StartRelay(tb testing.TB, cfg relay.Config) (*relay.Relay, string) {
 	return r, "ws://" + loopback.Serve(tb, r.Serve, relay.ErrClosed) + "/"
 }
 
-// Bridge is a bridge list of one bridge, Snowflake's default fingerprint
+// BridgeList is a bridge list of one bridge, Snowflake's default fingerprint
 // at relayURL: what a client that names no fingerprint asks for.
-func Bridge(relayURL string) []broker.Bridge {
+func BridgeList(relayURL string) []broker.Bridge {
 	return []broker.Bridge{{DisplayName: "test", WebSocketAddress: relayURL, Fingerprint: messages.DefaultBridgeFingerprint}}
 }
 
