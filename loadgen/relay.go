@@ -175,12 +175,8 @@ func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, er
 	}
 	proc := procWatcher{pid: cfg.PID}
 	res := RelayIdleResult{URL: u.String(), RelayPID: cfg.PID, SettleSeconds: seconds(cfg.Settle)}
-	base, ok, err := proc.sample()
-	if err != nil {
+	if res.BaselineRSSBytes, err = proc.baselineRSS(); err != nil {
 		return res, err
-	}
-	if ok {
-		res.BaselineRSSBytes = base.RSS
 	}
 
 	var (

@@ -66,12 +66,8 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 	}
 	proc := procWatcher{pid: cfg.PID}
 	res := RelaySessionsResult{URL: u.String(), Active: cfg.Active, RelayPID: cfg.PID}
-	base, ok, err := proc.sample()
-	if err != nil {
+	if res.BaselineRSSBytes, err = proc.baselineRSS(); err != nil {
 		return res, err
-	}
-	if ok {
-		res.BaselineRSSBytes = base.RSS
 	}
 	var (
 		errs     errorSamples
