@@ -232,9 +232,12 @@ func (b *Broker) loadBridges() error {
 		l   *bridgelist.List
 		err error
 	)
-	if b.cfg.BridgeListPath == "" {
-		l, err = bridgelist.Single("default", defaultBridgeFingerprint, DefaultRelayURL)
-	} else {
+	switch {
+	case len(b.cfg.Bridges) > 0:
+		l, err = bridgelist.FromEntries(b.cfg.Bridges...)
+	case b.cfg.BridgeListPath == "":
+		l, err = bridgelist.FromEntries(bridgelist.Entry{DisplayName: "default", Fingerprint: defaultBridgeFingerprint, WebSocketAddress: DefaultRelayURL})
+	default:
 		var f *os.File
 		f, err = os.Open(b.cfg.BridgeListPath)
 		if err == nil {

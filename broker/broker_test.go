@@ -91,6 +91,9 @@ func snowflakeBridges(t testing.TB) string {
 	return "testdata/bridges-snowflake.ndjson"
 }
 
+// snowflakeBridge is Snowflake's default bridge alone, in memory.
+var snowflakeBridge = []broker.Bridge{{DisplayName: "d", WebSocketAddress: "wss://snowflake.torproject.net/", Fingerprint: "2B280B23E1107BB62ABFC40DDCC8824814F80A72"}}
+
 // TestGoldenRendezvous runs a whole rendezvous with Snowflake's own wire
 // vectors and checks every response byte for byte.
 func TestGoldenRendezvous(t *testing.T) {
@@ -147,7 +150,7 @@ func TestProxyIncorrectRelayPattern(t *testing.T) {
 			if tt.allowed == "" {
 				cfg.BridgeListPath = snowflakeBridges(t)
 			} else {
-				cfg.BridgeListPath = writeFile(t, "bridges", `{"displayName":"d","webSocketAddress":"wss://snowflake.torproject.net/","fingerprint":"2B280B23E1107BB62ABFC40DDCC8824814F80A72"}`)
+				cfg.Bridges = snowflakeBridge
 			}
 			tb := newTestBroker(t, cfg)
 			expect(t, "poll", tb.post(t, "/proxy", []byte(tt.body)), http.StatusOK, incorrect)
@@ -160,7 +163,7 @@ func TestProxyIncorrectRelayPattern(t *testing.T) {
 		tb := newTestBroker(t, broker.Config{
 			ProxyHold:           time.Millisecond,
 			AllowedRelayPattern: "^snowflake.torproject.net$",
-			BridgeListPath:      writeFile(t, "bridges", `{"displayName":"d","webSocketAddress":"wss://snowflake.torproject.net/","fingerprint":"2B280B23E1107BB62ABFC40DDCC8824814F80A72"}`),
+			Bridges:             snowflakeBridge,
 		})
 		expect(t, "poll", tb.post(t, "/proxy", vector(t, "proxy-poll-request-1.3.json")), http.StatusOK, vector(t, "proxy-poll-response-nomatch.json"))
 	})
@@ -171,7 +174,7 @@ func TestProxyIncorrectRelayPattern(t *testing.T) {
 			tb := newTestBroker(t, broker.Config{
 				ProxyHold:           time.Millisecond,
 				AllowedRelayPattern: allowed,
-				BridgeListPath:      writeFile(t, "bridges", `{"displayName":"d","webSocketAddress":"wss://snowflake.torproject.net/","fingerprint":"2B280B23E1107BB62ABFC40DDCC8824814F80A72"}`),
+				Bridges:             snowflakeBridge,
 			})
 			body := `{"Sid":"abc","Version":"1.3","Type":"webext","NAT":"unknown","Clients":0,"AcceptedRelayPattern":"snowflake.torproject.net"}`
 			expect(t, "poll", tb.post(t, "/proxy", []byte(body)), http.StatusOK, vector(t, "proxy-poll-response-nomatch.json"))
@@ -325,7 +328,7 @@ func TestLegacyClient(t *testing.T) {
 
 func TestLegacyClientUnknownBridge(t *testing.T) {
 	// A list without the default fingerprint: Snowflake panics.
-	tb := newTestBroker(t, broker.Config{BridgeListPath: writeFile(t, "b", `{"webSocketAddress":"wss://a.example/","fingerprint":"`+otherFP+`"}`)})
+	tb := newTestBroker(t, broker.Config{Bridges: []broker.Bridge{{WebSocketAddress: "wss://a.example/", Fingerprint: otherFP}}})
 	expect(t, "legacy", tb.post(t, "/client", []byte(sd(t, "offer", "x"))), http.StatusBadRequest, []byte(messages.StrUnknownBridge+"\n"))
 }
 
@@ -629,6 +632,8 @@ func TestConfigErrors(t *testing.T) {
 		"bad allowed pattern":    {AllowedRelayPattern: "no-dollar"},
 		"bridge outside allowed": {AllowedRelayPattern: "example.org$"}, // default bridge is 127.0.0.1
 		"missing bridge list":    {BridgeListPath: "/nonexistent/bridges"},
+		"file and in-memory":     {BridgeListPath: "testdata/bridges-snowflake.ndjson", Bridges: snowflakeBridge},
+		"bad in-memory bridge":   {Bridges: []broker.Bridge{{WebSocketAddress: "https://a.example/", Fingerprint: otherFP}}},
 		"negative hold":          {ProxyHold: -1},
 		"negative timeout":       {ClientTimeout: -1},
 		"tiny poll interval":     {PollInterval: time.Millisecond},
@@ -645,8 +650,8 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 	// The relay URL must be encodable in a poll response.
-	p := writeFile(t, "b", `{"webSocketAddress":"wss://user:pw@a.example/","fingerprint":"`+otherFP+`"}`)
-	if _, err := broker.New(broker.Config{BridgeListPath: p}); !errors.Is(err, broker.ErrBridgeList) {
+	userInfo := []broker.Bridge{{WebSocketAddress: "wss://user:pw@a.example/", Fingerprint: otherFP}}
+	if _, err := broker.New(broker.Config{Bridges: userInfo}); !errors.Is(err, broker.ErrBridgeList) {
 		t.Errorf("relay URL with user info: %v, want ErrBridgeList", err)
 	}
 	b, err := broker.New(broker.Config{})

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/flurrypt/flurry/broker/internal/bridgelist"
 	"github.com/flurrypt/flurry/common/geoip"
 	"github.com/flurrypt/flurry/common/relaypattern"
 	"github.com/flurrypt/flurry/messages"
@@ -86,6 +87,10 @@ const (
 	minMetricsInterval = time.Second
 )
 
+// Bridge is one bridge of Config.Bridges: the fields of a line of the
+// bridge list file.
+type Bridge = bridgelist.Entry
+
 // Config configures a Broker. The zero value is a working broker with
 // Snowflake's timings, one bridge (DefaultRelayURL) and the default rate
 // limits on every rendezvous path.
@@ -119,6 +124,10 @@ type Config struct {
 	// internal/bridgelist). Empty: one bridge, Snowflake's default
 	// fingerprint (messages.DefaultBridgeFingerprint) at DefaultRelayURL.
 	BridgeListPath string
+	// Bridges is the bridge list given in memory instead of a file (for
+	// programs and tests that embed a broker); each entry is checked as a
+	// line of the file is. At most one of Bridges and BridgeListPath.
+	Bridges []Bridge
 
 	// AllowedRelayPattern, when set, is Snowflake's -allowed-relay-pattern:
 	// a proxy is accepted only if its AcceptedRelayPattern is a superset of
@@ -307,6 +316,8 @@ func (c Config) settle() (*settings, error) {
 	}
 
 	switch {
+	case c.BridgeListPath != "" && len(c.Bridges) > 0:
+		return nil, fmt.Errorf("%w: both a bridge list file and in-memory bridges", ErrInvalidConfig)
 	case c.ProxyHold < 0:
 		return nil, fmt.Errorf("%w: proxy hold %v is negative", ErrInvalidConfig, c.ProxyHold)
 	case c.ClientTimeout < 0:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flurrypt/flurry/client"
 	"github.com/flurrypt/flurry/common/amp"
+	"github.com/flurrypt/flurry/internal/chaintest"
 )
 
 // testAMPCache stands for an AMP cache in front of the test broker (which
@@ -92,23 +93,16 @@ func TestInProcessEchoAMP(t *testing.T) {
 		AMPCacheURL:  "http://cache.test/",
 		Fronts:       []string{"front.test"},
 		LoopbackOnly: true,
-		Logger:       testLogger(t),
+		Logger:       chaintest.Logger(t),
 	}, client.WithHTTPTransport(cache.transport(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	conn, err := c.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dial(t, c)
 	defer conn.Close()
-	if res := echoTransfer(t, conn, 256<<10, 256<<10, nil); res.sent != res.received {
-		t.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
-	}
+	checkEcho(t, conn, 256<<10)
 
 	cache.mu.Lock()
 	defer cache.mu.Unlock()

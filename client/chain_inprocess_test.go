@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/client"
+	"github.com/flurrypt/flurry/internal/chaintest"
 )
 
 // hangGuard bounds how long a chain test may block; nothing is
@@ -50,36 +49,6 @@ func checkStall(tb testing.TB, got, bound time.Duration) {
 	if got >= bound {
 		tb.Errorf("the stream stalled %v after losing a proxy, want under %v", got.Round(time.Millisecond), bound)
 	}
-}
-
-// testLogger logs to t (only shown for failing tests or -v). pion runs
-// state-change callbacks on goroutines of its own that may log after the
-// test has returned; testing panics on such a Log, so once the test's
-// cleanup has begun the writer drops lines instead.
-func testLogger(tb testing.TB) *slog.Logger {
-	w := &tbWriter{tb: tb}
-	tb.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tbWriter struct {
-	tb   testing.TB
-	mu   sync.Mutex
-	done bool
-}
-
-func (w *tbWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.tb.Helper()
-		w.tb.Log(string(p))
-	}
-	return len(p), nil
 }
 
 // transferResult is what echoTransfer measured.
@@ -155,7 +124,28 @@ func echoTransfer(tb testing.TB, conn net.Conn, size, markAt int, mark func()) t
 	return res
 }
 
-// drainEvents collects events until want kinds have been seen, or fails.
+// dial opens a session of c, failing the test if that takes hangGuard.
+func dial(tb testing.TB, c *client.Client) *client.Conn {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	conn, err := c.Dial(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return conn
+}
+
+// checkEcho echoes size pseudo-random bytes over conn and fails the test
+// unless every byte comes back once, in order.
+func checkEcho(tb testing.TB, conn net.Conn, size int) {
+	tb.Helper()
+	if res := echoTransfer(tb, conn, size, size, nil); res.sent != res.received {
+		tb.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
+	}
+}
+
+// waitEvent returns the next event of the given kind, or fails the test.
 func waitEvent(tb testing.TB, events <-chan client.Event, kind client.EventKind) client.Event {
 	tb.Helper()
 	timeout := time.NewTimer(hangGuard)
@@ -182,7 +172,7 @@ func newLoopbackClient(tb testing.TB, brokerURL string, maxProxies int, events c
 		LoopbackOnly: true,
 		Max:          maxProxies,
 		Events:       events,
-		Logger:       testLogger(tb),
+		Logger:       chaintest.Logger(tb),
 		RetryMin:     100 * time.Millisecond,
 	})
 	if err != nil {
@@ -200,12 +190,7 @@ func TestInProcessEcho(t *testing.T) {
 	broker := startTestBroker(t, p1)
 	c := newLoopbackClient(t, broker.URL(), 1, nil)
 
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	conn, err := c.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dial(t, c)
 	defer conn.Close()
 	start := time.Now()
 	res := echoTransfer(t, conn, transferSize, transferSize, nil)
@@ -234,12 +219,7 @@ func dialInProcess(t *testing.T, nProxies, max int) *inProcessChain {
 	}
 	broker := startTestBroker(t, ch.proxies...)
 	c := newLoopbackClient(t, broker.URL(), max, ch.events)
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	conn, err := c.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dial(t, c)
 	t.Cleanup(func() { conn.Close() })
 	for range max {
 		waitEvent(t, ch.events, client.EventProxyConnected)
@@ -346,19 +326,14 @@ func TestIdleProxyDropped(t *testing.T) {
 		BrokerURL:    broker.URL(),
 		LoopbackOnly: true,
 		Events:       events,
-		Logger:       testLogger(t),
+		Logger:       chaintest.Logger(t),
 		IdleTimeout:  time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	conn, err := c.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dial(t, c)
 	defer conn.Close()
 	waitEvent(t, events, client.EventProxyConnected)
 	p1.Stall()
@@ -400,18 +375,13 @@ func TestNATPolicy(t *testing.T) {
 		DataChannelTimeout: 300 * time.Millisecond,
 		RetryMin:           10 * time.Millisecond,
 		Events:             events,
-		Logger:             testLogger(t),
+		Logger:             chaintest.Logger(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	conn, err := c.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dial(t, c)
 	defer conn.Close()
 	failed := waitEvent(t, events, client.EventProxyFailed)
 	if failed.Err == nil {
@@ -434,12 +404,7 @@ func BenchmarkInProcessEcho(b *testing.B) {
 			broker := startTestBroker(b, newTestProxy(b, "p1", relay), newTestProxy(b, "p2", relay))
 			events := make(chan client.Event, 64)
 			c := newLoopbackClient(b, broker.URL(), maxProxies, events)
-			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-			defer cancel()
-			conn, err := c.Dial(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
+			conn := dial(b, c)
 			defer conn.Close()
 			for range maxProxies {
 				waitEvent(b, events, client.EventProxyConnected)
@@ -448,10 +413,7 @@ func BenchmarkInProcessEcho(b *testing.B) {
 			b.SetBytes(chunk)
 			b.ReportAllocs()
 			for b.Loop() {
-				res := echoTransfer(b, conn, chunk, chunk, nil)
-				if res.sent != res.received {
-					b.Fatal("digest mismatch")
-				}
+				checkEcho(b, conn, chunk)
 			}
 		})
 	}

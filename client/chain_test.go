@@ -8,213 +8,35 @@ package client_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/pion/ice/v4"
-	"github.com/pion/webrtc/v4"
-
-	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/client"
-	"github.com/flurrypt/flurry/messages"
-	"github.com/flurrypt/flurry/proxy"
-	"github.com/flurrypt/flurry/relay"
+	"github.com/flurrypt/flurry/internal/chaintest"
 )
 
-// startEcho runs a TCP echo server on loopback and returns its address.
-func startEcho(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]struct{}{}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns[c] = struct{}{}
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				buf := make([]byte, 16<<10)
-				_, _ = io.CopyBuffer(c, c, buf)
-			}()
-		}
-	}()
-	tb.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
-
-// startRelay runs a relay forwarding to target and returns its ws:// URL.
-func startRelay(tb testing.TB, target string) string {
-	tb.Helper()
-	r, err := relay.New(relay.Config{ForwardAddr: target, Logger: testLogger(tb).With("role", "relay")})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = r.Serve(ctx, ln)
-	}()
-	tb.Cleanup(func() {
-		cancel()
-		<-done
-		r.Close()
-	})
-	return "ws://" + ln.Addr().String() + "/"
-}
-
-// startBroker runs a broker whose only bridge is relayURL and returns its
-// URL.
-func startBroker(tb testing.TB, relayURL string) string {
-	tb.Helper()
-	list := filepath.Join(tb.TempDir(), "bridges.ndjson")
-	line := fmt.Sprintf(`{"displayName":"test","webSocketAddress":%q,"fingerprint":%q}`+"\n", relayURL, messages.DefaultBridgeFingerprint)
-	if err := os.WriteFile(list, []byte(line), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	b, err := broker.New(broker.Config{
-		BridgeListPath: list,
-		PollInterval:   time.Second,
-		Logger:         testLogger(tb).With("role", "broker"),
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = b.Serve(ctx, ln)
-	}()
-	tb.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return "http://" + ln.Addr().String() + "/"
-}
-
-// realProxy is a running proxy.Proxy that can be stopped cleanly or killed.
-type realProxy struct {
-	udp    *blackholeConn
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
-}
-
-// startProxy runs a proxy on loopback for brokerURL and relayURL. Its
-// WebRTC traffic goes through one UDP socket that Kill can silence.
-func startProxy(tb testing.TB, name, brokerURL, relayURL string) *realProxy {
-	tb.Helper()
-	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rp := &realProxy{udp: &blackholeConn{PacketConn: udp}, done: make(chan struct{})}
-	mux := ice.NewUDPMuxDefault(ice.UDPMuxParams{UDPConn: rp.udp})
-	p, err := proxy.New(proxy.Config{
-		BrokerURL:           brokerURL,
-		RelayURL:            relayURL,
-		AllowedRelayPattern: "^127.0.0.1:*$",
-		AllowNonTLSRelay:    true,
-		AllowPrivateRelay:   true,
-		LoopbackOnly:        true,
-		PollInterval:        200 * time.Millisecond,
-		MinPollInterval:     200 * time.Millisecond,
-		SummaryInterval:     -1,
-		ConfigureSettingEngine: func(se *webrtc.SettingEngine) {
-			se.SetICEUDPMux(mux)
-		},
-		Logger: testLogger(tb).With("role", "proxy", "name", name),
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rp.cancel = cancel
-	go func() {
-		defer close(rp.done)
-		_ = p.Run(ctx)
-	}()
-	tb.Cleanup(func() {
-		rp.Stop()
-		_ = mux.Close()
-		_ = udp.Close()
-	})
-	return rp
-}
-
-// Stop shuts the proxy down cleanly: its peers see their DataChannels close.
-func (rp *realProxy) Stop() {
-	rp.once.Do(func() {
-		rp.cancel()
-		<-rp.done
-	})
-}
-
-// Kill makes the proxy vanish as a SIGKILLed process would: its UDP socket
-// goes silent first (no DTLS or SCTP goodbye reaches the client), then it
-// stops, closing its WebSocket to the relay.
-func (rp *realProxy) Kill() {
-	rp.udp.dead.Store(true)
-	rp.Stop()
+// dialChain starts the real chain with one proxy and dials a loopback
+// client with max proxies, whose session is closed when the test ends; it
+// returns once the proxy is connected.
+func dialChain(t *testing.T, max int) (*chaintest.Chain, *chaintest.Proxy, chan client.Event, *client.Conn) {
+	t.Helper()
+	ch := chaintest.Start(t)
+	p1 := ch.StartProxy(t, "p1")
+	events := make(chan client.Event, 256)
+	conn := dial(t, newLoopbackClient(t, ch.BrokerURL, max, events))
+	t.Cleanup(func() { conn.Close() })
+	waitEvent(t, events, client.EventProxyConnected)
+	return ch, p1, events, conn
 }
 
 // TestChain sends transferSize bytes through the real chain, closes the
 // serving proxy a third of the way in (max=1) and checks that the transfer
 // completes through the second proxy with every byte once, in order.
 func TestChain(t *testing.T) {
-	relayURL := startRelay(t, startEcho(t))
-	brokerURL := startBroker(t, relayURL)
-	p1 := startProxy(t, "p1", brokerURL, relayURL)
-	events := make(chan client.Event, 256)
-	c := newLoopbackClient(t, brokerURL, 1, events)
-
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	conn, err := c.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	waitEvent(t, events, client.EventProxyConnected)
+	ch, p1, _, conn := dialChain(t, 1)
 	// The second proxy starts polling only now, so that the broker
 	// matched the first one.
-	startProxy(t, "p2", brokerURL, relayURL)
+	ch.StartProxy(t, "p2")
 
 	start := time.Now()
 	res := echoTransfer(t, conn, transferSize, transferSize/3, func() {
@@ -236,24 +58,11 @@ func TestChain(t *testing.T) {
 // of the two serving proxies mid-transfer. The transfer must complete
 // intact, with a stall under stallBoundMultipath.
 func TestChainMultipathKill(t *testing.T) {
-	relayURL := startRelay(t, startEcho(t))
-	brokerURL := startBroker(t, relayURL)
-	p1 := startProxy(t, "p1", brokerURL, relayURL)
-	events := make(chan client.Event, 256)
-	c := newLoopbackClient(t, brokerURL, 2, events)
-
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	conn, err := c.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	waitEvent(t, events, client.EventProxyConnected)
-	startProxy(t, "p2", brokerURL, relayURL)
+	ch, p1, events, conn := dialChain(t, 2)
+	ch.StartProxy(t, "p2")
 	waitEvent(t, events, client.EventProxyConnected)
 	// A third proxy to replace the one that dies.
-	startProxy(t, "p3", brokerURL, relayURL)
+	ch.StartProxy(t, "p3")
 
 	var killedAt time.Time
 	res := echoTransfer(t, conn, transferSize, transferSize/3, func() {

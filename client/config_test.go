@@ -181,17 +181,9 @@ func TestTwoClients(t *testing.T) {
 			p := newTestProxy(t, "p", relay)
 			broker := startTestBroker(t, p)
 			c := newLoopbackClient(t, broker.URL(), 1, nil)
-			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-			defer cancel()
-			conn, err := c.Dial(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn := dial(t, c)
 			defer conn.Close()
-			res := echoTransfer(t, conn, 1<<20, 1<<20, nil)
-			if res.sent != res.received {
-				t.Error("digest mismatch")
-			}
+			checkEcho(t, conn, 1<<20)
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/client"
+	"github.com/flurrypt/flurry/internal/chaintest"
 	"github.com/flurrypt/flurry/internal/socks5test"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -145,7 +146,7 @@ func TestInProcessEchoSOCKS5(t *testing.T) {
 				LoopbackOnly:       tt.loopback,
 				KeepLocalAddresses: tt.keepLocal,
 				SOCKS5Proxy:        socks.URL(),
-				Logger:             testLogger(t),
+				Logger:             chaintest.Logger(t),
 				RetryMin:           100 * time.Millisecond,
 			})
 			if err != nil {
@@ -153,17 +154,9 @@ func TestInProcessEchoSOCKS5(t *testing.T) {
 			}
 			defer c.Close()
 
-			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-			defer cancel()
-			conn, err := c.Dial(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn := dial(t, c)
 			defer conn.Close()
-			res := echoTransfer(t, conn, tt.size, tt.size, nil)
-			if res.sent != res.received {
-				t.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
-			}
+			checkEcho(t, conn, tt.size)
 			st := socks.Stats()
 			t.Logf("%d bytes echoed through the SOCKS5 proxy; proxy stats %+v", tt.size, st)
 			if st.Connects < 1 {

@@ -25,24 +25,16 @@ import (
 	"github.com/pion/webrtc/v4"
 	"github.com/xtaci/kcp-go/v5"
 	"github.com/xtaci/smux"
-	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/webrtcnet"
+	"github.com/flurrypt/flurry/internal/chaintest"
+	"github.com/flurrypt/flurry/internal/chaintest/leak"
 	"github.com/flurrypt/flurry/messages"
 )
 
-// goleakOptions ignore kcp-go's process-wide goroutines (its timer
-// scheduler and post-processing workers, started once per process).
-var goleakOptions = []goleak.Option{
-	goleak.IgnoreAnyFunction("github.com/xtaci/kcp-go/v5.(*TimedSched).run"),
-	goleak.IgnoreAnyFunction("github.com/xtaci/kcp-go/v5.postProcessWorker"),
-}
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleakOptions...)
-}
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 
 // testRelay is the relay side of turbotunnel with an echo service: every
 // smux stream echoes what it receives.
@@ -195,36 +187,13 @@ func (r *testRelay) Close() {
 	r.wg.Wait()
 }
 
-// blackholeConn is a UDP socket that can be made to drop everything in
-// both directions, as if the process behind it had been killed.
-type blackholeConn struct {
-	net.PacketConn
-	dead atomic.Bool
-}
-
-func (c *blackholeConn) ReadFrom(p []byte) (int, net.Addr, error) {
-	for {
-		n, addr, err := c.PacketConn.ReadFrom(p)
-		if err != nil || !c.dead.Load() {
-			return n, addr, err
-		}
-	}
-}
-
-func (c *blackholeConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	if c.dead.Load() {
-		return len(p), nil
-	}
-	return c.PacketConn.WriteTo(p, addr)
-}
-
 // testProxy answers offers with pion on loopback and relays each
 // DataChannel to a testRelay.
 type testProxy struct {
 	name   string
 	relay  *testRelay
 	api    *webrtc.API
-	udp    *blackholeConn
+	udp    *chaintest.BlackholeConn
 	mux    *ice.UDPMuxDefault
 	killed chan struct{}
 
@@ -242,7 +211,7 @@ func newTestProxy(tb testing.TB, name string, relay *testRelay) *testProxy {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &testProxy{name: name, relay: relay, udp: &blackholeConn{PacketConn: udp}, killed: make(chan struct{})}
+	p := &testProxy{name: name, relay: relay, udp: &chaintest.BlackholeConn{PacketConn: udp}, killed: make(chan struct{})}
 	p.mux = ice.NewUDPMuxDefault(ice.UDPMuxParams{UDPConn: p.udp})
 	var se webrtc.SettingEngine
 	se.DetachDataChannels()
@@ -330,7 +299,7 @@ func (p *testProxy) CloseGracefully() {
 // Kill makes the proxy vanish without a word: its UDP socket drops
 // everything and it stops relaying, as a SIGKILLed proxy would.
 func (p *testProxy) Kill() {
-	p.udp.dead.Store(true)
+	p.udp.Blackhole()
 	p.once.Do(func() { close(p.killed) })
 }
 
@@ -340,7 +309,7 @@ func (p *testProxy) Stall() { p.stalled.Store(true) }
 
 // Blackhole silences the proxy's UDP but keeps it answering offers: its
 // DataChannels never open.
-func (p *testProxy) Blackhole() { p.udp.dead.Store(true) }
+func (p *testProxy) Blackhole() { p.udp.Blackhole() }
 
 func (p *testProxy) Close() {
 	p.once.Do(func() { close(p.killed) })

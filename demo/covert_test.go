@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 
 	"github.com/flurrypt/flurry/demo"
-	"github.com/flurrypt/flurry/internal/testenv"
 	"github.com/flurrypt/flurry/internal/turntest"
 )
 
@@ -62,10 +60,7 @@ func TestChainCovertDTLS(t *testing.T) {
 // allocation on the TURN server.
 func TestChainThroughTURN(t *testing.T) {
 	n := newNetns(t)
-	nft, err := lookCommand("nft")
-	if err != nil {
-		testenv.Missing(t, "no nft command (apt-get install nftables): %v", err)
-	}
+	nft := needCommand(t, "nft", "nftables")
 	if out, err := exec.Command(n.ip, "netns", "exec", n.name, nft,
 		"add table inet flurry; add chain inet flurry out { type filter hook output priority 0 ; } ; add rule inet flurry out meta l4proto udp drop").CombinedOutput(); err != nil {
 		t.Fatalf("nft: %v: %s", err, out)
@@ -75,23 +70,7 @@ func TestChainThroughTURN(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	socks := net.JoinHostPort(n.nsAddr, "1080")
-	dir := t.TempDir()
-	client, err := demo.StartProcess(ctx, demo.ProcessConfig{
-		Name: "client", Path: n.ip, LogPath: filepath.Join(dir, "client.log"),
-		Args: []string{"netns", "exec", n.name, binaries(t).Client,
-			"-socks", socks, "-url", c.BrokerURL, "-ice", turn.URL, "-unsafe-logging"},
-		Ready: demo.TCPReady(socks),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopClean(t, client)
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "client.log"))
-			t.Logf("==== client log\n%s", tail(string(b), 60))
-		}
-	})
+	clientLog := startNetnsClient(ctx, t, n.ip, n.name, socks, c.BrokerURL, turn.URL)
 	res, err := demo.FetchTarget(ctx, socks, c.Target, nil)
 	if err != nil {
 		t.Fatalf("download with UDP blocked: %v", err)
@@ -99,7 +78,7 @@ func TestChainThroughTURN(t *testing.T) {
 	if turn.Allocations() == 0 {
 		t.Error("no TURN allocation: the download did not go through the TURN server")
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "client.log")); strings.Contains(string(b), "p@ss") {
+	if b, _ := os.ReadFile(clientLog); strings.Contains(string(b), "p@ss") {
 		t.Error("the client logged the TURN password")
 	}
 	t.Logf("%s with UDP blocked, through TURN over TCP, in %v, SHA-256 matches", demo.FormatBytes(float64(res.Bytes)), res.Total.Round(time.Millisecond))

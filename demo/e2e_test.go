@@ -156,6 +156,20 @@ func (tr *transfer) wait(t *testing.T, c *demo.Cluster) demo.FetchResult {
 	return tr.res
 }
 
+// transferUnderway starts the default cluster and a download through it,
+// and returns once a tenth of the file has arrived; ctx bounds the test
+// (2 min).
+func transferUnderway(t *testing.T) (*demo.Cluster, context.Context, *transfer) {
+	t.Helper()
+	skipShort(t)
+	c := startCluster(t, demo.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	tr := startTransfer(ctx, c)
+	tr.waitBytes(t, ctx, demo.DefaultFileSize/10)
+	return c, ctx, tr
+}
+
 // TestDownload runs the five binaries (broker, relay, NAT probe, two
 // proxies, client) and downloads 20 MiB through the chain.
 func TestDownload(t *testing.T) {
@@ -197,12 +211,7 @@ func servingProxy(t *testing.T, ctx context.Context, c *demo.Cluster) *demo.Prox
 // TestServingProxyKilled kills (SIGKILL) the proxy carrying a transfer:
 // the client moves to the other proxy and no byte is lost.
 func TestServingProxyKilled(t *testing.T) {
-	skipShort(t)
-	c := startCluster(t, demo.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	tr := startTransfer(ctx, c)
-	tr.waitBytes(t, ctx, demo.DefaultFileSize/10)
+	c, ctx, tr := transferUnderway(t)
 	victim := servingProxy(t, ctx, c)
 	at := tr.progress.Bytes()
 	victim.Kill()
@@ -219,12 +228,7 @@ func TestServingProxyKilled(t *testing.T) {
 // TestAllProxiesKilled kills every proxy mid-transfer and starts a new one
 // 5 s later: the session waits for it and completes.
 func TestAllProxiesKilled(t *testing.T) {
-	skipShort(t)
-	c := startCluster(t, demo.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	tr := startTransfer(ctx, c)
-	tr.waitBytes(t, ctx, demo.DefaultFileSize/10)
+	c, ctx, tr := transferUnderway(t)
 	for _, p := range c.Proxies() {
 		p.Kill()
 	}
@@ -251,12 +255,7 @@ func TestAllProxiesKilled(t *testing.T) {
 // does not need it and continues; a new session rendezvous with the new
 // broker.
 func TestBrokerRestart(t *testing.T) {
-	skipShort(t)
-	c := startCluster(t, demo.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	tr := startTransfer(ctx, c)
-	tr.waitBytes(t, ctx, demo.DefaultFileSize/10)
+	c, ctx, tr := transferUnderway(t)
 	if err := c.Broker.Restart(ctx, 5*time.Second); err != nil {
 		t.Fatalf("restarting the broker: %v", err)
 	}

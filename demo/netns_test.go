@@ -29,21 +29,6 @@ type netns struct {
 	hostAddr, nsAddr string
 }
 
-// lookCommand finds an administration command in PATH or, where PATH
-// lacks them, in the sbin directories.
-func lookCommand(name string) (string, error) {
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path, nil
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin"} {
-		if p := filepath.Join(dir, name); isExecutable(p) {
-			return p, nil
-		}
-	}
-	return "", err
-}
-
 // removeStale deletes what a test run that died before its cleanup (with
 // the same process id, so the same names) may have left.
 func removeStale(ip string, namespaces []string, link string) {
@@ -51,6 +36,35 @@ func removeStale(ip string, namespaces []string, link string) {
 		_ = exec.Command(ip, "netns", "del", ns).Run()
 	}
 	_ = exec.Command(ip, "link", "del", link).Run()
+}
+
+// needNetns skips the test where network namespaces cannot be made
+// (-short, not root, no ip command) and returns the ip command's path.
+func needNetns(t *testing.T) string {
+	t.Helper()
+	skipShort(t)
+	if os.Geteuid() != 0 {
+		testenv.Root(t, "network namespaces")
+	}
+	return needCommand(t, "ip", "iproute2")
+}
+
+// needCommand returns the path of an administration command, found in
+// PATH or, where PATH lacks them, in the sbin directories; or it stops the
+// test (testenv.Missing) naming the Debian package that has it.
+func needCommand(t *testing.T, name, debianPackage string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		if p := filepath.Join(dir, name); isExecutable(p) {
+			return p
+		}
+	}
+	testenv.Missing(t, "no %s command (apt-get install %s): %v", name, debianPackage, err)
+	return ""
 }
 
 func isExecutable(path string) bool {
@@ -62,14 +76,7 @@ func isExecutable(path string) bool {
 // the test where namespaces cannot be made (not root, no ip command).
 func newNetns(t *testing.T) *netns {
 	t.Helper()
-	skipShort(t)
-	if os.Geteuid() != 0 {
-		testenv.Root(t, "network namespaces")
-	}
-	ip, err := lookCommand("ip")
-	if err != nil {
-		testenv.Missing(t, "no ip command (apt-get install iproute2): %v", err)
-	}
+	ip := needNetns(t)
 	id := fmt.Sprint(os.Getpid() % 100000)
 	n := &netns{ip: ip, name: "flurry-" + id, hostAddr: "198.51.100.1", nsAddr: "198.51.100.2"}
 	hostIf, nsIf := "flh"+id, "fln"+id
@@ -138,18 +145,8 @@ type natNetns struct {
 // command, namespaces refused).
 func newNATNetns(t *testing.T) *natNetns {
 	t.Helper()
-	skipShort(t)
-	if os.Geteuid() != 0 {
-		testenv.Root(t, "network namespaces")
-	}
-	ip, err := lookCommand("ip")
-	if err != nil {
-		testenv.Missing(t, "no ip command (apt-get install iproute2): %v", err)
-	}
-	nft, err := lookCommand("nft")
-	if err != nil {
-		testenv.Missing(t, "no nft command (apt-get install nftables): %v", err)
-	}
+	ip := needNetns(t)
+	nft := needCommand(t, "nft", "nftables")
 	id := fmt.Sprint(os.Getpid() % 100000)
 	n := &natNetns{ip: ip, router: "flurry-r" + id, client: "flurry-c" + id,
 		hostAddr: "198.51.100.1", routerAddr: "198.51.100.3", clientAddr: "10.254.253.2"}
@@ -209,11 +206,25 @@ func TestChainFromBehindNAT(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	socks := net.JoinHostPort(n.clientAddr, "1080")
-	dir := t.TempDir()
+	startNetnsClient(ctx, t, n.ip, n.client, socks, c.BrokerURL, stunURL)
+	res, err := demo.FetchTarget(ctx, socks, c.Target, nil)
+	if err != nil {
+		t.Fatalf("download from behind the NAT: %v", err)
+	}
+	t.Logf("%s from behind a NAT in %v, SHA-256 matches", demo.FormatBytes(float64(res.Bytes)), res.Total.Round(time.Millisecond))
+}
+
+// startNetnsClient runs flurry-client in the network namespace ns (with
+// the ip command at ip) as a SOCKS proxy on socks, for brokerURL and the
+// ICE server ice, and returns its log's path. It stops when the test
+// ends; a failed test shows the log's tail.
+func startNetnsClient(ctx context.Context, t *testing.T, ip, ns, socks, brokerURL, ice string) string {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "client.log")
 	client, err := demo.StartProcess(ctx, demo.ProcessConfig{
-		Name: "client", Path: n.ip, LogPath: filepath.Join(dir, "client.log"),
-		Args: []string{"netns", "exec", n.client, binaries(t).Client,
-			"-socks", socks, "-url", c.BrokerURL, "-ice", stunURL, "-unsafe-logging"},
+		Name: "client", Path: ip, LogPath: logPath,
+		Args: []string{"netns", "exec", ns, binaries(t).Client,
+			"-socks", socks, "-url", brokerURL, "-ice", ice, "-unsafe-logging"},
 		Ready: demo.TCPReady(socks),
 	})
 	if err != nil {
@@ -222,13 +233,9 @@ func TestChainFromBehindNAT(t *testing.T) {
 	t.Cleanup(func() {
 		stopClean(t, client)
 		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "client.log"))
+			b, _ := os.ReadFile(logPath)
 			t.Logf("==== client log\n%s", tail(string(b), 60))
 		}
 	})
-	res, err := demo.FetchTarget(ctx, socks, c.Target, nil)
-	if err != nil {
-		t.Fatalf("download from behind the NAT: %v", err)
-	}
-	t.Logf("%s from behind a NAT in %v, SHA-256 matches", demo.FormatBytes(float64(res.Bytes)), res.Total.Round(time.Millisecond))
+	return logPath
 }

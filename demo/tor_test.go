@@ -271,17 +271,39 @@ func TestTorSocks5ProxyThroughFlurry(t *testing.T) {
 // bridge, a middle relay, an exit) and downloads a file from a loopback web
 // server through it.
 func TestTorNetworkThroughFlurry(t *testing.T) {
+	skipWithoutTorNetwork(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	target, network := startTorNetwork(t, ctx, 4<<20)
+	chain := startTorChain(t, ctx, torChainOptions{network: network.Lines})
+	chain.waitBootstrap(t, ctx, 100)
+	res, err := demo.FetchTarget(ctx, chain.client.SOCKSAddr, target, nil)
+	if err != nil {
+		t.Fatalf("download through tor and Flurry: %v", err)
+	}
+	t.Logf("%s through tor (bridge over Flurry, middle, exit) in %v, first byte %v, SHA-256 matches",
+		demo.FormatBytes(float64(res.Bytes)), res.Total.Round(time.Millisecond), res.FirstByte.Round(time.Millisecond))
+}
+
+// skipWithoutTorNetwork skips the test without tor and tor-gencert, which
+// a private Tor network needs.
+func skipWithoutTorNetwork(t *testing.T) {
+	t.Helper()
 	skipWithoutTor(t)
 	if _, err := os.Stat(demo.DefaultTorGencertPath); err != nil {
 		testenv.Missing(t, "tor-gencert is not installed (%s: %v)", demo.DefaultTorGencertPath, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	target, err := demo.StartTarget(4 << 20)
+}
+
+// startTorNetwork starts a loopback web target serving size bytes and a
+// private Tor network whose exits reach it. Both stop when the test ends.
+func startTorNetwork(t *testing.T, ctx context.Context, size int64) (*demo.Target, *demo.TorNetwork) {
+	t.Helper()
+	target, err := demo.StartTarget(size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer target.Close()
+	t.Cleanup(func() { target.Close() })
 	port, err := strconv.Atoi(demo.Port(target.Addr))
 	if err != nil {
 		t.Fatal(err)
@@ -297,14 +319,7 @@ func TestTorNetworkThroughFlurry(t *testing.T) {
 		}
 	})
 	t.Logf("private Tor network has a consensus after %v", time.Since(t0).Round(time.Millisecond))
-	chain := startTorChain(t, ctx, torChainOptions{network: network.Lines})
-	chain.waitBootstrap(t, ctx, 100)
-	res, err := demo.FetchTarget(ctx, chain.client.SOCKSAddr, target, nil)
-	if err != nil {
-		t.Fatalf("download through tor and Flurry: %v", err)
-	}
-	t.Logf("%s through tor (bridge over Flurry, middle, exit) in %v, first byte %v, SHA-256 matches",
-		demo.FormatBytes(float64(res.Bytes)), res.Total.Round(time.Millisecond), res.FirstByte.Round(time.Millisecond))
+	return target, network
 }
 
 func firstContaining(lines []string, s string) string {

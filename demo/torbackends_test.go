@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
-	"github.com/flurrypt/flurry/internal/testenv"
 )
 
 // TestTorBackendsThroughFlurry: one standalone flurry-relay in front of two
@@ -21,31 +19,11 @@ import (
 // client's tor reconnects through the relay to the other instance and
 // downloads again over new circuits, and the relay's metrics say so.
 func TestTorBackendsThroughFlurry(t *testing.T) {
-	skipWithoutTor(t)
-	if _, err := os.Stat(demo.DefaultTorGencertPath); err != nil {
-		testenv.Missing(t, "tor-gencert is not installed (%s: %v)", demo.DefaultTorGencertPath, err)
-	}
+	skipWithoutTorNetwork(t)
 	bins := binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
-	target, err := demo.StartTarget(1 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
-	port, err := strconv.Atoi(demo.Port(target.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	network, err := demo.StartTorNetwork(ctx, demo.TorNetworkConfig{Dir: t.TempDir(), ExitPorts: []int{port}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := network.Close(); err != nil {
-			t.Errorf("stopping the private Tor network: %v", err)
-		}
-	})
+	target, network := startTorNetwork(t, ctx, 1<<20)
 
 	dir := t.TempDir()
 	backends, err := demo.WriteTorBackends(ctx, dir, demo.DefaultTorPath, 2, network.Lines...)

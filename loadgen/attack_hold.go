@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -18,14 +17,10 @@ import (
 
 // CarrierHoldConfig configures RunCarrierHold.
 type CarrierHoldConfig struct {
-	// URL is the relay's WebSocket URL. Required.
-	URL string
+	AttackTarget
 	// Carriers is how many carriers to open and hold. Default
 	// DefaultHoldCarriers.
 	Carriers int
-	// Concurrency bounds handshakes in flight. Default
-	// DefaultFloodConcurrency.
-	Concurrency int
 	// Packet, if not empty (PacketHeader, PacketNop, PacketSyn), is sent
 	// after the ClientID, to hold a session as well as a carrier.
 	Packet string
@@ -35,16 +30,9 @@ type CarrierHoldConfig struct {
 	// KeepAlive, if positive, sends a padding chunk on each carrier this
 	// often, against the relay's idle timeout.
 	KeepAlive time.Duration
-	// Source, PID, WatchAfter, HandshakeTimeout and the rest: as in
-	// SessionFloodConfig.
-	Source           string
-	PID              int
-	WatchAfter       time.Duration
+	// HandshakeTimeout bounds each WebSocket handshake. Default
+	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	Insecure         bool
-	AllowNonLoopback bool
-	Progress         io.Writer
-	ProgressInterval time.Duration
 }
 
 // RunCarrierHold opens cfg.Carriers carriers from one address and holds
@@ -52,8 +40,7 @@ type CarrierHoldConfig struct {
 // reports how many the relay accepted and how many it closed while held.
 func RunCarrierHold(ctx context.Context, cfg CarrierHoldConfig) (AttackResult, error) {
 	sc, u, err := SessionFloodConfig{
-		URL: cfg.URL, Conns: cfg.Carriers, Concurrency: cfg.Concurrency, Packet: cfg.Packet, Source: cfg.Source,
-		WatchAfter: cfg.WatchAfter, HandshakeTimeout: cfg.HandshakeTimeout, AllowNonLoopback: cfg.AllowNonLoopback,
+		AttackTarget: cfg.AttackTarget, Conns: cfg.Carriers, Packet: cfg.Packet, HandshakeTimeout: cfg.HandshakeTimeout,
 	}.withDefaults()
 	if err != nil {
 		return AttackResult{}, err
@@ -76,62 +63,49 @@ func RunCarrierHold(ctx context.Context, cfg CarrierHoldConfig) (AttackResult, e
 	var (
 		errs                                errorSamples
 		attempted, opened, refused, dropped atomic.Int64
-		next                                atomic.Int64
 		mu                                  sync.Mutex
 		held                                []*websocket.Conn
 		readers                             sync.WaitGroup
 	)
-	prog := startProgress(cfg.Progress, cfg.ProgressInterval, func() string {
-		line := fmt.Sprintf("carrier-hold: %d opened, %d refused, %d closed by the relay, %d held",
+	prog := startProgress(cfg.Progress, cfg.ProgressInterval, mem.withRSS("relay", func() string {
+		return fmt.Sprintf("carrier-hold: %d opened, %d refused, %d closed by the relay, %d held",
 			opened.Load(), refused.Load(), dropped.Load(), opened.Load()-dropped.Load())
-		if s, ok := mem.last(); ok {
-			line += ", relay RSS " + mib(s.RSS)
-		}
-		return line
-	})
+	}))
 	start := time.Now()
-	var wg sync.WaitGroup
-	for range sc.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil && next.Add(1) <= int64(sc.Conns) {
-				attempted.Add(1)
-				ws, err := dialCarrier(ctx, d, u, turbotunnel.NewClientID())
-				if err == nil && cfg.Packet != "" {
-					var msg bytes.Buffer
-					_, _ = encapsulation.WriteData(&msg, firstPacket(cfg.Packet, rand.Uint32()))
-					err = ws.WriteMessage(websocket.BinaryMessage, msg.Bytes())
-				}
-				if err != nil {
-					refused.Add(1)
-					errs.add(err.Error())
-					if ws != nil {
-						ws.Close()
-					}
-					continue
-				}
-				opened.Add(1)
-				mu.Lock()
-				held = append(held, ws)
-				mu.Unlock()
-				readers.Add(1)
-				go func() {
-					// The relay sends nothing to a carrier without a
-					// session: a read returns when it closes it (or
-					// when we do).
-					defer readers.Done()
-					for {
-						if _, _, err := ws.NextReader(); err != nil {
-							break
-						}
-					}
-					dropped.Add(1)
-				}()
+	runPool(ctx, sc.Concurrency, sc.Conns, func() {
+		attempted.Add(1)
+		ws, err := dialCarrier(ctx, d, u, turbotunnel.NewClientID())
+		if err == nil && cfg.Packet != "" {
+			var msg bytes.Buffer
+			_, _ = encapsulation.WriteData(&msg, firstPacket(cfg.Packet, rand.Uint32()))
+			err = ws.WriteMessage(websocket.BinaryMessage, msg.Bytes())
+		}
+		if err != nil {
+			refused.Add(1)
+			errs.add(err.Error())
+			if ws != nil {
+				ws.Close()
 			}
+			return
+		}
+		opened.Add(1)
+		mu.Lock()
+		held = append(held, ws)
+		mu.Unlock()
+		readers.Add(1)
+		go func() {
+			// The relay sends nothing to a carrier without a
+			// session: a read returns when it closes it (or
+			// when we do).
+			defer readers.Done()
+			for {
+				if _, _, err := ws.NextReader(); err != nil {
+					break
+				}
+			}
+			dropped.Add(1)
 		}()
-	}
-	wg.Wait()
+	})
 	res.Elapsed = time.Since(start)
 	say(cfg.Progress, "carrier-hold: %d carriers open after %.1f s; holding for %v", opened.Load()-dropped.Load(), res.Elapsed.Seconds(), cfg.Hold)
 	var peakHeld int64

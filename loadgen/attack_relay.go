@@ -47,29 +47,46 @@ const (
 	DefaultHoldDuration     = 60 * time.Second
 )
 
-// SessionFloodConfig configures RunSessionFlood.
-type SessionFloodConfig struct {
-	// URL is the relay's WebSocket URL. Required.
+// AttackTarget is what the connection attacks (RunSessionFlood,
+// RunCarrierHold, RunSlowloris) share: the server, how many connections
+// are in flight, where they come from and how the server's memory is
+// watched.
+type AttackTarget struct {
+	// URL is the server's URL (the relay's WebSocket URL for the relay
+	// attacks). Required.
 	URL string
-	// Conns is how many one-packet connections to make. Default
-	// DefaultAttackConns.
-	Conns int
-	// Concurrency bounds connections in flight. Default
+	// Concurrency bounds connection attempts in flight. Default
 	// DefaultFloodConcurrency.
 	Concurrency int
-	// Packet is PacketHeader (default), PacketNop or PacketSyn.
-	Packet string
 	// Source, if set, is the local IP address the attack connects from
 	// (e.g. 127.0.0.2, so that an honest client on 127.0.0.1 is another
 	// peer).
 	Source string
-	// PID, if positive, is the relay's process ID: its RSS is sampled
-	// before, during and WatchAfter after the flood. With HonestBytes,
-	// the baseline is taken after a first honest download (warm-up).
+	// PID, if positive, is the server's process ID: its RSS is sampled
+	// before, during and WatchAfter after the attack.
 	PID int
-	// WatchAfter is how long to keep sampling after the flood. Default
+	// WatchAfter is how long to keep sampling after the attack. Default
 	// DefaultAttackWatchAfter (only with PID).
 	WatchAfter time.Duration
+	// Insecure skips TLS verification (self-signed test servers).
+	Insecure bool
+	// AllowNonLoopback allows a server that is not on a loopback address.
+	AllowNonLoopback bool
+	// Progress and ProgressInterval: see BrokerConfig.
+	Progress         io.Writer
+	ProgressInterval time.Duration
+}
+
+// SessionFloodConfig configures RunSessionFlood. With HonestBytes and a
+// PID, the relay's memory baseline is taken after a first honest download
+// (warm-up).
+type SessionFloodConfig struct {
+	AttackTarget
+	// Conns is how many one-packet connections to make. Default
+	// DefaultAttackConns.
+	Conns int
+	// Packet is PacketHeader (default), PacketNop or PacketSyn.
+	Packet string
 	// HonestBytes, if positive, has an honest client (from HonestSource)
 	// download this many bytes through the relay during the flood and
 	// check their SHA-256. The relay must forward to a TargetRandom.
@@ -78,10 +95,6 @@ type SessionFloodConfig struct {
 	// HandshakeTimeout bounds each WebSocket handshake. Default
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	Insecure         bool
-	AllowNonLoopback bool
-	Progress         io.Writer
-	ProgressInterval time.Duration
 }
 
 // AttackResult is what an attack run reports.
@@ -239,6 +252,18 @@ type memWatch struct {
 	done chan struct{}
 }
 
+// withRSS appends the server's last RSS sample to the progress lines of
+// line; who names the server.
+func (m *memWatch) withRSS(who string, line func() string) func() string {
+	return func() string {
+		l := line()
+		if s, ok := m.last(); ok {
+			l += ", " + who + " RSS " + mib(s.RSS)
+		}
+		return l
+	}
+}
+
 func startMemWatch(pid int, every time.Duration) (*memWatch, error) {
 	m := &memWatch{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
 	if pid <= 0 {
@@ -342,7 +367,6 @@ func RunSessionFlood(ctx context.Context, cfg SessionFloodConfig) (AttackResult,
 	var (
 		errs                         errorSamples
 		attempted, completed, refuse atomic.Int64
-		next                         atomic.Int64
 	)
 	attackDone := make(chan struct{})
 	var honest *HonestResult
@@ -360,42 +384,29 @@ func RunSessionFlood(ctx context.Context, cfg SessionFloodConfig) (AttackResult,
 			}
 		}()
 	}
-	prog := startProgress(cfg.Progress, cfg.ProgressInterval, func() string {
-		line := fmt.Sprintf("relay-sessions: %d/%d connections, %d refused", attempted.Load(), cfg.Conns, refuse.Load())
-		if s, ok := mem.last(); ok {
-			line += ", relay RSS " + mib(s.RSS)
-		}
-		return line
-	})
+	prog := startProgress(cfg.Progress, cfg.ProgressInterval, mem.withRSS("relay", func() string {
+		return fmt.Sprintf("relay-sessions: %d/%d connections, %d refused", attempted.Load(), cfg.Conns, refuse.Load())
+	}))
 	start := time.Now()
-	var wg sync.WaitGroup
-	for range cfg.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-			for ctx.Err() == nil && next.Add(1) <= int64(cfg.Conns) {
-				attempted.Add(1)
-				ws, err := dialCarrier(ctx, d, u, turbotunnel.NewClientID())
-				if err != nil {
-					refuse.Add(1)
-					errs.add(err.Error())
-					continue
-				}
-				var msg bytes.Buffer
-				_, _ = encapsulation.WriteData(&msg, firstPacket(cfg.Packet, rng.Uint32()))
-				_ = ws.SetWriteDeadline(time.Now().Add(cfg.HandshakeTimeout))
-				if err := ws.WriteMessage(websocket.BinaryMessage, msg.Bytes()); err != nil {
-					refuse.Add(1)
-					errs.add(err.Error())
-				} else {
-					completed.Add(1)
-				}
-				ws.Close()
-			}
-		}()
-	}
-	wg.Wait()
+	runPool(ctx, cfg.Concurrency, cfg.Conns, func() {
+		attempted.Add(1)
+		ws, err := dialCarrier(ctx, d, u, turbotunnel.NewClientID())
+		if err != nil {
+			refuse.Add(1)
+			errs.add(err.Error())
+			return
+		}
+		var msg bytes.Buffer
+		_, _ = encapsulation.WriteData(&msg, firstPacket(cfg.Packet, rand.Uint32()))
+		_ = ws.SetWriteDeadline(time.Now().Add(cfg.HandshakeTimeout))
+		if err := ws.WriteMessage(websocket.BinaryMessage, msg.Bytes()); err != nil {
+			refuse.Add(1)
+			errs.add(err.Error())
+		} else {
+			completed.Add(1)
+		}
+		ws.Close()
+	})
 	res.Elapsed = time.Since(start)
 	close(attackDone)
 	prog.stop()

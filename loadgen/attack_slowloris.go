@@ -21,29 +21,18 @@ const (
 
 // SlowlorisConfig configures RunSlowloris.
 type SlowlorisConfig struct {
-	// URL is the server to attack: http, https, ws or wss (any Flurry
-	// server: relay, broker, natprobe). Required.
-	URL string
+	// AttackTarget's URL is the server to attack: http, https, ws or wss
+	// (any Flurry server: relay, broker, natprobe).
+	AttackTarget
 	// Conns is how many connections to open and keep. Default
 	// DefaultSlowlorisConns.
 	Conns int
-	// Concurrency bounds connection attempts in flight. Default
-	// DefaultFloodConcurrency.
-	Concurrency int
 	// Interval is the time between two header bytes on a connection.
 	// Default DefaultSlowlorisInterval.
 	Interval time.Duration
 	// Duration is how long the attack lasts. Default
 	// DefaultSlowlorisDuration.
 	Duration time.Duration
-	// Source, PID, WatchAfter and the rest: as in SessionFloodConfig.
-	Source           string
-	PID              int
-	WatchAfter       time.Duration
-	Insecure         bool
-	AllowNonLoopback bool
-	Progress         io.Writer
-	ProgressInterval time.Duration
 }
 
 // RunSlowloris opens cfg.Conns connections that send an HTTP request one
@@ -109,14 +98,10 @@ func RunSlowloris(ctx context.Context, cfg SlowlorisConfig) (AttackResult, error
 		mu                         sync.Mutex
 		lifetimes                  []time.Duration // of connections the server closed
 	)
-	prog := startProgress(cfg.Progress, cfg.ProgressInterval, func() string {
-		line := fmt.Sprintf("slowloris: %d opened, %d refused, %d closed by the server, %d held",
+	prog := startProgress(cfg.Progress, cfg.ProgressInterval, mem.withRSS("server", func() string {
+		return fmt.Sprintf("slowloris: %d opened, %d refused, %d closed by the server, %d held",
 			opened.Load(), refused.Load(), closedBy.Load(), opened.Load()-closedBy.Load())
-		if s, ok := mem.last(); ok {
-			line += ", server RSS " + mib(s.RSS)
-		}
-		return line
-	})
+	}))
 	start := time.Now()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, cfg.Concurrency)

@@ -1,10 +1,10 @@
 package loadgen
 
 import (
-	"net"
 	"testing"
 	"time"
 
+	"github.com/flurrypt/flurry/internal/chaintest"
 	"github.com/flurrypt/flurry/relay"
 )
 
@@ -19,30 +19,13 @@ func TestRelayAttacks(t *testing.T) {
 	ctx := testCtx(t)
 	start := func(cfg relay.Config) (*relay.Relay, string) {
 		cfg.ForwardAddr = target.Addr()
-		r, err := relay.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			r.Serve(ctx, ln)
-		}()
-		t.Cleanup(func() {
-			r.Close()
-			<-done
-		})
-		return r, "ws://" + ln.Addr().String() + "/"
+		return chaintest.StartRelay(t, cfg)
 	}
 
 	t.Run("relay-sessions", func(t *testing.T) {
 		r, url := start(relay.Config{NewSessionRate: 1, NewSessionBurst: 5})
 		res, err := RunSessionFlood(ctx, SessionFloodConfig{
-			URL: url, Conns: 200, Concurrency: 4, Packet: PacketNop, Source: "127.0.0.2", HonestBytes: 1 << 20,
+			AttackTarget: AttackTarget{URL: url, Concurrency: 4, Source: "127.0.0.2"}, Conns: 200, Packet: PacketNop, HonestBytes: 1 << 20,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +53,7 @@ func TestRelayAttacks(t *testing.T) {
 	})
 	t.Run("carrier-hold", func(t *testing.T) {
 		_, url := start(relay.Config{MaxCarriersPerAddr: 8})
-		res, err := RunCarrierHold(ctx, CarrierHoldConfig{URL: url, Carriers: 12, Concurrency: 1, Hold: 10 * time.Millisecond, Source: "127.0.0.3"})
+		res, err := RunCarrierHold(ctx, CarrierHoldConfig{AttackTarget: AttackTarget{URL: url, Concurrency: 1, Source: "127.0.0.3"}, Carriers: 12, Hold: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +63,7 @@ func TestRelayAttacks(t *testing.T) {
 	})
 	t.Run("slowloris", func(t *testing.T) {
 		_, url := start(relay.Config{HandshakeTimeout: 300 * time.Millisecond})
-		res, err := RunSlowloris(ctx, SlowlorisConfig{URL: url, Conns: 5, Interval: 50 * time.Millisecond, Duration: 20 * time.Second, Source: "127.0.0.4"})
+		res, err := RunSlowloris(ctx, SlowlorisConfig{AttackTarget: AttackTarget{URL: url, Source: "127.0.0.4"}, Conns: 5, Interval: 50 * time.Millisecond, Duration: 20 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -175,12 +175,10 @@ func RunChain(ctx context.Context, cfg ChainConfig) (ChainResult, error) {
 	defer hc.CloseIdleConnections()
 
 	var (
-		next           atomic.Int64
 		ok, failed     atomic.Int64
 		total          atomic.Int64
 		ttfb, duration = newRecorder(), newRecorder()
 		errs           errorSamples
-		wg             sync.WaitGroup
 	)
 	start := time.Now()
 	prog := startProgress(cfg.Progress, cfg.ProgressInterval, func() string {
@@ -188,39 +186,34 @@ func RunChain(ctx context.Context, cfg ChainConfig) (ChainResult, error) {
 		return fmt.Sprintf("chain: %.0fs, %d/%d requests done, %d errors, %.2f MB/s",
 			el.Seconds(), ok.Load()+failed.Load(), cfg.Requests, failed.Load(), float64(total.Load())/1e6/el.Seconds())
 	})
-	for range min(cfg.Concurrency, cfg.Requests) {
-		wg.Go(func() {
-			for next.Add(1) <= int64(cfg.Requests) && ctx.Err() == nil {
-				reqCtx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
-				t0 := time.Now()
-				var first time.Time
-				var err error
-				switch cfg.Mode {
-				case ChainGet:
-					first, err = chainGet(reqCtx, hc, cfg.URL, cfg.Bytes, &total)
-				case ChainRead:
-					first, err = chainRead(reqCtx, sd, cfg.Target, cfg.Bytes, &total)
-				case ChainEcho:
-					first, err = chainEcho(reqCtx, sd, cfg.Target, cfg.Bytes, &total)
-				}
-				cancel()
-				if ctx.Err() != nil {
-					return
-				}
-				if err != nil {
-					failed.Add(1)
-					errs.add(err.Error())
-					continue
-				}
-				ok.Add(1)
-				if !first.IsZero() {
-					ttfb.add(first.Sub(t0))
-				}
-				duration.add(time.Since(t0))
-			}
-		})
-	}
-	wg.Wait()
+	runPool(ctx, cfg.Concurrency, cfg.Requests, func() {
+		reqCtx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+		t0 := time.Now()
+		var first time.Time
+		var err error
+		switch cfg.Mode {
+		case ChainGet:
+			first, err = chainGet(reqCtx, hc, cfg.URL, cfg.Bytes, &total)
+		case ChainRead:
+			first, err = chainRead(reqCtx, sd, cfg.Target, cfg.Bytes, &total)
+		case ChainEcho:
+			first, err = chainEcho(reqCtx, sd, cfg.Target, cfg.Bytes, &total)
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			failed.Add(1)
+			errs.add(err.Error())
+			return
+		}
+		ok.Add(1)
+		if !first.IsZero() {
+			ttfb.add(first.Sub(t0))
+		}
+		duration.add(time.Since(t0))
+	})
 	prog.stop()
 	elapsed := time.Since(start)
 	res.OK, res.Errors, res.Bytes = ok.Load(), failed.Load(), total.Load()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/internal/chaintest/loopback"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -377,40 +378,14 @@ func (r *fakeRelay) distinctIDs() int {
 // it requires that username and password.
 func startSOCKS(tb testing.TB, user, pass string) (addr string, requests *atomic.Int64) {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
 	requests = new(atomic.Int64)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { serveSOCKS(c, user, pass, requests, &mu, &conns) })
-		}
-	})
-	tb.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String(), requests
+	addr = loopback.Accept(tb, func(c net.Conn) { serveSOCKS(c, user, pass, requests) })
+	return addr, requests
 }
 
-func serveSOCKS(c net.Conn, user, pass string, requests *atomic.Int64, mu *sync.Mutex, conns *[]net.Conn) {
-	defer c.Close()
+// serveSOCKS serves one SOCKS5 connection. Closing c ends it (the upstream
+// connection closes with it).
+func serveSOCKS(c net.Conn, user, pass string, requests *atomic.Int64) {
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	var head [2]byte
 	if _, err := io.ReadFull(c, head[:]); err != nil || head[0] != 5 {
@@ -491,9 +466,6 @@ func serveSOCKS(c net.Conn, user, pass string, requests *atomic.Int64, mu *sync.
 		return
 	}
 	defer up.Close()
-	mu.Lock()
-	*conns = append(*conns, up)
-	mu.Unlock()
 	requests.Add(1)
 	_, _ = c.Write([]byte{5, 0, 0, 1, 127, 0, 0, 1, 0, 0})
 	_ = c.SetDeadline(time.Time{})

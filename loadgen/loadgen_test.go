@@ -18,20 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/flurrypt/flurry/internal/chaintest/leak"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// kcp-go's process-wide scheduler and packet post-processing
-		// goroutines start once and live forever.
-		goleak.IgnoreTopFunction("github.com/xtaci/kcp-go/v5.(*TimedSched).sched"),
-		goleak.IgnoreTopFunction("github.com/xtaci/kcp-go/v5.(*TimedSched).run"),
-		goleak.IgnoreTopFunction("github.com/xtaci/kcp-go/v5.postProcessWorker"),
-		goleak.IgnoreAnyFunction("github.com/xtaci/kcp-go/v5.postProcessWorker"),
-		goleak.IgnoreAnyFunction("github.com/xtaci/kcp-go/v5.(*TimedSched).run"),
-	)
-}
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 
 func TestCheckHost(t *testing.T) {
 	for _, tc := range []struct {
@@ -85,7 +75,7 @@ func TestRefuseNonLoopback(t *testing.T) {
 			return err
 		}},
 		{"relay idle", func() error {
-			_, err := RunRelayIdle(ctx, RelayIdleConfig{URL: "wss://192.0.2.1/"})
+			_, err := RunRelayIdle(ctx, RelayIdleConfig{RelayRun: RelayRun{URL: "wss://192.0.2.1/"}})
 			return err
 		}},
 		{"relay throughput", func() error {
@@ -152,7 +142,7 @@ func TestInvalidConfig(t *testing.T) {
 			return err
 		}},
 		{"zero carriers", func() error {
-			_, err := RunRelayIdle(ctx, RelayIdleConfig{URL: "ws://127.0.0.1:1/", Carriers: []int{0}})
+			_, err := RunRelayIdle(ctx, RelayIdleConfig{RelayRun: RelayRun{URL: "ws://127.0.0.1:1/"}, Carriers: []int{0}})
 			return err
 		}},
 		{"bad mode", func() error {
@@ -475,7 +465,7 @@ func TestRelayFake(t *testing.T) {
 			fr := startFakeRelay(t, target.Addr())
 			ctx := testCtx(t)
 
-			idleCfg := RelayIdleConfig{URL: fr.url(), Carriers: []int{10, 4}, Settle: 20 * time.Millisecond, KeepAlive: 10 * time.Millisecond}
+			idleCfg := RelayIdleConfig{RelayRun: RelayRun{URL: fr.url(), Settle: 20 * time.Millisecond}, Carriers: []int{10, 4}, KeepAlive: 10 * time.Millisecond}
 			if runtime.GOOS == "linux" {
 				idleCfg.PID = os.Getpid()
 			}
@@ -527,7 +517,7 @@ func TestRelayIdleNoRelay(t *testing.T) {
 	// A listener that is not a WebSocket server: every dial fails.
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	res, err := RunRelayIdle(testCtx(t), RelayIdleConfig{URL: "ws" + srv.URL[4:] + "/", Carriers: []int{3}, Settle: time.Millisecond})
+	res, err := RunRelayIdle(testCtx(t), RelayIdleConfig{RelayRun: RelayRun{URL: "ws" + srv.URL[4:] + "/", Settle: time.Millisecond}, Carriers: []int{3}})
 	if !errors.Is(err, ErrNoProgress) || res.DialErrors != 3 || len(res.ErrorSamples) == 0 {
 		t.Fatalf("got %v, %+v", err, res)
 	}

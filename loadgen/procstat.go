@@ -117,3 +117,10 @@ func (w procWatcher) sample() (ProcSample, bool, error) {
 	s, err := ReadProc(w.pid)
 	return s, err == nil, err
 }
+
+// baselineRSS is the process's RSS before a run: 0 with pid 0, an error if
+// the process cannot be read.
+func (w procWatcher) baselineRSS() (int64, error) {
+	s, _, err := w.sample()
+	return s.RSS, err
+}

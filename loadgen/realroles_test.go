@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/internal/chaintest"
 	"github.com/flurrypt/flurry/relay"
 )
 
@@ -62,22 +63,15 @@ func TestRealRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer target.Close()
-	r, err := relay.New(relay.Config{ForwardAddr: target.Addr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(r.Handler())
-	defer srv.Close()
-	defer r.Close()
-	url := "ws" + srv.URL[len("http"):] + "/"
+	r, url := chaintest.StartRelay(t, relay.Config{ForwardAddr: target.Addr()})
 	ctx := testCtx(t)
-
-	idle, err := RunRelayIdle(ctx, RelayIdleConfig{URL: url, Carriers: []int{20}, Settle: 20 * time.Millisecond, SourcePrefix: DefaultSourcePrefix})
+	run := RelayRun{URL: url, Settle: 20 * time.Millisecond, SourcePrefix: DefaultSourcePrefix}
+	idle, err := RunRelayIdle(ctx, RelayIdleConfig{RelayRun: run, Carriers: []int{20}})
 	if err != nil || idle.Steps[0].Open != 20 || idle.ClosedByRelay != 0 {
 		t.Fatalf("RunRelayIdle: %v, %+v", err, idle)
 	}
 	for _, active := range []bool{false, true} {
-		ss, err := RunRelaySessions(ctx, RelaySessionsConfig{URL: url, Sessions: []int{3, 6}, Active: active, Settle: 20 * time.Millisecond, SourcePrefix: DefaultSourcePrefix})
+		ss, err := RunRelaySessions(ctx, RelaySessionsConfig{RelayRun: run, Sessions: []int{3, 6}, Active: active})
 		if err != nil || len(ss.Steps) != 2 || ss.Steps[1].Open != 6 || ss.Errors != 0 {
 			t.Fatalf("RunRelaySessions(active %v): %v, %+v", active, err, ss)
 		}

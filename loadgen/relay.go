@@ -47,23 +47,17 @@ const (
 	ModeDownload = "download"
 )
 
-// RelayIdleConfig configures RunRelayIdle. The zero value (with URL set)
-// opens 1000 carriers.
-type RelayIdleConfig struct {
+// RelayRun is what the relay's memory runs (RunRelayIdle,
+// RunRelaySessions) share: the relay, how carriers are dialled and how the
+// relay's memory is sampled.
+type RelayRun struct {
 	// URL is the relay's WebSocket URL, ws:// or wss://. Required.
 	URL string
-	// Carriers lists how many carriers to hold at each step (ascending;
-	// carriers stay open from one step to the next). Default
-	// {DefaultIdleCarriers}.
-	Carriers []int
 	// Settle is how long each step waits after its last carrier opened
 	// before sampling memory. Default DefaultCarrierSettle. Keep the whole
 	// run shorter than the relay's carrier idle timeout (Flurry: 2 min),
-	// or set KeepAlive.
+	// or set RelayIdleConfig.KeepAlive.
 	Settle time.Duration
-	// KeepAlive, if positive, sends a 1-byte padding chunk on every carrier
-	// this often, so that a relay's idle timeout does not close them.
-	KeepAlive time.Duration
 	// DialConcurrency bounds concurrent WebSocket handshakes. Default
 	// DefaultDialConcurrency.
 	DialConcurrency int
@@ -84,6 +78,19 @@ type RelayIdleConfig struct {
 	// Progress and ProgressInterval: see BrokerConfig.
 	Progress         io.Writer
 	ProgressInterval time.Duration
+}
+
+// RelayIdleConfig configures RunRelayIdle. The zero value (with URL set)
+// opens 1000 carriers.
+type RelayIdleConfig struct {
+	RelayRun
+	// Carriers lists how many carriers to hold at each step (ascending;
+	// carriers stay open from one step to the next). Default
+	// {DefaultIdleCarriers}.
+	Carriers []int
+	// KeepAlive, if positive, sends a 1-byte padding chunk on every carrier
+	// this often, so that a relay's idle timeout does not close them.
+	KeepAlive time.Duration
 }
 
 // RelayIdleResult is the relay's memory per idle carrier.
@@ -142,6 +149,20 @@ func (cfg RelayIdleConfig) withDefaults() (RelayIdleConfig, *url.URL, error) {
 	return cfg, u, nil
 }
 
+// dialer returns the WebSocket dialer of the run's carriers, from
+// SourcePrefix's addresses when the relay is inside it.
+func (r RelayRun) dialer(u *url.URL) (*websocket.Dialer, error) {
+	var sources *sourceAddrs
+	if r.SourcePrefix.IsValid() {
+		if host, err := netip.ParseAddr(u.Hostname()); err == nil && host.Is4() && r.SourcePrefix.Contains(host) {
+			if sources, err = newSourceAddrs(r.SourcePrefix); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return newWSDialer(r.Insecure, r.AllowNonLoopback, r.HandshakeTimeout, sources), nil
+}
+
 // RunRelayIdle opens idle carriers in steps and reports the relay's memory
 // per carrier (given its PID). It closes every carrier before returning.
 func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, error) {
@@ -154,12 +175,8 @@ func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, er
 	}
 	proc := procWatcher{pid: cfg.PID}
 	res := RelayIdleResult{URL: u.String(), RelayPID: cfg.PID, SettleSeconds: seconds(cfg.Settle)}
-	base, ok, err := proc.sample()
-	if err != nil {
+	if res.BaselineRSSBytes, err = proc.baselineRSS(); err != nil {
 		return res, err
-	}
-	if ok {
-		res.BaselineRSSBytes = base.RSS
 	}
 
 	var (
@@ -170,15 +187,10 @@ func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, er
 		closing                        atomic.Bool
 		readers                        sync.WaitGroup
 	)
-	var sources *sourceAddrs
-	if cfg.SourcePrefix.IsValid() {
-		if host, err := netip.ParseAddr(u.Hostname()); err == nil && host.Is4() && cfg.SourcePrefix.Contains(host) {
-			if sources, err = newSourceAddrs(cfg.SourcePrefix); err != nil {
-				return res, err
-			}
-		}
+	d, err := cfg.dialer(u)
+	if err != nil {
+		return res, err
 	}
-	d := newWSDialer(cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout, sources)
 	dialOne := func() {
 		id := turbotunnel.NewClientID()
 		ws, err := dialCarrier(ctx, d, u, id)
@@ -243,16 +255,8 @@ func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, er
 	for _, k := range cfg.Carriers {
 		say(cfg.Progress, "relay idle: opening carriers up to %d", k)
 		start := time.Now()
-		sem := make(chan struct{}, cfg.DialConcurrency)
-		var dials sync.WaitGroup
-		for ; attempted < k && ctx.Err() == nil; attempted++ {
-			sem <- struct{}{}
-			dials.Go(func() {
-				defer func() { <-sem }()
-				dialOne()
-			})
-		}
-		dials.Wait()
+		runPool(ctx, cfg.DialConcurrency, k-attempted, dialOne)
+		attempted = k
 		step := CarrierStep{Carriers: k, DialSeconds: seconds(time.Since(start))}
 		if !sleepCtx(ctx, cfg.Settle) {
 			break
@@ -415,6 +419,40 @@ type tunnel struct {
 	mux *smux.Session
 }
 
+// tunnelSet holds a run's tunnels and streams until closeAll; safe for
+// concurrent use.
+type tunnelSet struct {
+	mu      sync.Mutex
+	tunnels []*tunnel
+	streams []*smux.Stream
+	opened  []time.Time // when each stream was added
+}
+
+func (s *tunnelSet) addTunnel(t *tunnel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tunnels = append(s.tunnels, t)
+}
+
+func (s *tunnelSet) addStream(st *smux.Stream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streams = append(s.streams, st)
+	s.opened = append(s.opened, time.Now())
+}
+
+// closeAll closes every stream, then every tunnel.
+func (s *tunnelSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.streams {
+		st.Close()
+	}
+	for _, t := range s.tunnels {
+		t.close()
+	}
+}
+
 // openTunnel dials a carrier and starts KCP and smux over it.
 func openTunnel(ctx context.Context, d *websocket.Dialer, u *url.URL) (*tunnel, error) {
 	id := turbotunnel.NewClientID()
@@ -474,12 +512,9 @@ func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (Through
 	setupCtx, cancelSetup := context.WithTimeout(ctx, cfg.HandshakeTimeout+5*time.Second)
 	defer cancelSetup()
 	var (
-		mu      sync.Mutex
-		tunnels []*tunnel      // guarded by mu
-		streams []*smux.Stream // guarded by mu
-		opened  []time.Time    // guarded by mu; parallel to streams
-		setup   sync.WaitGroup // setup goroutines
-		failed  atomic.Int64   // stream errors
+		set    tunnelSet
+		setup  sync.WaitGroup // setup goroutines
+		failed atomic.Int64   // stream errors
 	)
 	for range cfg.Carriers {
 		setup.Go(func() {
@@ -489,9 +524,7 @@ func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (Through
 				errs.add("carrier: " + err.Error())
 				return
 			}
-			mu.Lock()
-			tunnels = append(tunnels, t)
-			mu.Unlock()
+			set.addTunnel(t)
 			for range cfg.Streams {
 				st, err := t.mux.OpenStream()
 				if err != nil {
@@ -499,27 +532,15 @@ func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (Through
 					errs.add("open stream: " + err.Error())
 					continue
 				}
-				mu.Lock()
-				streams = append(streams, st)
-				opened = append(opened, time.Now())
-				mu.Unlock()
+				set.addStream(st)
 			}
 		})
 	}
 	setup.Wait()
-	closeAll := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, st := range streams {
-			st.Close()
-		}
-		for _, t := range tunnels {
-			t.close()
-		}
-	}
+	streams, opened := set.streams, set.opened // no more writers
 	res.StreamsConnected = len(streams)
 	if len(streams) == 0 {
-		closeAll()
+		set.closeAll()
 		res.StreamErrors = failed.Load()
 		res.ErrorSamples = errs.get()
 		if err := ctx.Err(); err != nil {
@@ -592,7 +613,7 @@ func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (Through
 	after, haveAfter, _ := proc.sample()
 	prog.stop()
 	stop.Store(true)
-	closeAll()
+	set.closeAll()
 	workers.Wait()
 
 	res.ElapsedSeconds = seconds(elapsed)

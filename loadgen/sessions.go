@@ -4,21 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/netip"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/xtaci/smux"
 )
 
 // RelaySessionsConfig configures RunRelaySessions: turbotunnel sessions
 // (each its own ClientID, carrier, KCP and smux session) held open in
 // steps, to measure the relay's memory per session.
 type RelaySessionsConfig struct {
-	// URL is the relay's WebSocket URL; its target must echo. Required.
-	URL string
+	// RelayRun's URL is the relay's; its target must echo.
+	RelayRun
 	// Sessions lists how many sessions to hold at each step (ascending;
 	// sessions stay open from one step to the next).
 	Sessions []int
@@ -27,18 +23,6 @@ type RelaySessionsConfig struct {
 	// one byte on a stream that it then closes, and stays open with no
 	// stream (smux keepalives only).
 	Active bool
-	// Settle, DialConcurrency, HandshakeTimeout, PID, SourcePrefix,
-	// Insecure, AllowNonLoopback, Progress and ProgressInterval: as in
-	// RelayIdleConfig.
-	Settle           time.Duration
-	DialConcurrency  int
-	HandshakeTimeout time.Duration
-	PID              int
-	SourcePrefix     netip.Prefix
-	Insecure         bool
-	AllowNonLoopback bool
-	Progress         io.Writer
-	ProgressInterval time.Duration
 }
 
 // RelaySessionsResult is the relay's memory per session.
@@ -65,10 +49,7 @@ type SessionStep struct {
 // RunRelaySessions opens sessions in steps and reports the relay's memory
 // per session (given its PID). It closes every session before returning.
 func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessionsResult, error) {
-	idleCfg, u, err := RelayIdleConfig{
-		URL: cfg.URL, Carriers: cfg.Sessions, Settle: cfg.Settle, DialConcurrency: cfg.DialConcurrency,
-		HandshakeTimeout: cfg.HandshakeTimeout, AllowNonLoopback: cfg.AllowNonLoopback, Progress: cfg.Progress,
-	}.withDefaults()
+	idleCfg, u, err := RelayIdleConfig{RelayRun: cfg.RelayRun, Carriers: cfg.Sessions}.withDefaults()
 	if err != nil {
 		return RelaySessionsResult{}, err
 	}
@@ -79,31 +60,20 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 	if _, err := raiseFileLimit(uint64(slices.Max(steps)) + 256); err != nil {
 		return RelaySessionsResult{}, err
 	}
-	var sources *sourceAddrs
-	if cfg.SourcePrefix.IsValid() {
-		if host, err := netip.ParseAddr(u.Hostname()); err == nil && host.Is4() && cfg.SourcePrefix.Contains(host) {
-			if sources, err = newSourceAddrs(cfg.SourcePrefix); err != nil {
-				return RelaySessionsResult{}, err
-			}
-		}
+	d, err := idleCfg.dialer(u)
+	if err != nil {
+		return RelaySessionsResult{}, err
 	}
 	proc := procWatcher{pid: cfg.PID}
 	res := RelaySessionsResult{URL: u.String(), Active: cfg.Active, RelayPID: cfg.PID}
-	base, ok, err := proc.sample()
-	if err != nil {
+	if res.BaselineRSSBytes, err = proc.baselineRSS(); err != nil {
 		return res, err
 	}
-	if ok {
-		res.BaselineRSSBytes = base.RSS
-	}
-	d := newWSDialer(cfg.Insecure, cfg.AllowNonLoopback, idleCfg.HandshakeTimeout, sources)
 	var (
 		errs     errorSamples
 		failed   atomic.Int64
 		open     atomic.Int64
-		mu       sync.Mutex
-		tunnels  []*tunnel      // guarded by mu
-		streams  []*smux.Stream // guarded by mu
+		set      tunnelSet
 		setupCtx = ctx
 	)
 	openOne := func() {
@@ -113,9 +83,7 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 			errs.add("carrier: " + err.Error())
 			return
 		}
-		mu.Lock()
-		tunnels = append(tunnels, t)
-		mu.Unlock()
+		set.addTunnel(t)
 		st, err := t.mux.OpenStream()
 		if err == nil {
 			_ = st.SetDeadline(time.Now().Add(idleCfg.HandshakeTimeout + 20*time.Second))
@@ -134,9 +102,7 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 			return
 		}
 		if cfg.Active {
-			mu.Lock()
-			streams = append(streams, st)
-			mu.Unlock()
+			set.addStream(st)
 		} else {
 			st.Close()
 		}
@@ -146,16 +112,8 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 	for _, k := range steps {
 		say(cfg.Progress, "relay sessions: opening sessions up to %d (active %v)", k, cfg.Active)
 		start := time.Now()
-		sem := make(chan struct{}, idleCfg.DialConcurrency)
-		var wg sync.WaitGroup
-		for ; attempted < k && ctx.Err() == nil; attempted++ {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				openOne()
-			})
-		}
-		wg.Wait()
+		runPool(ctx, idleCfg.DialConcurrency, k-attempted, openOne)
+		attempted = k
 		step := SessionStep{Sessions: k, OpenSeconds: seconds(time.Since(start))}
 		if !sleepCtx(ctx, settle) {
 			break
@@ -182,14 +140,7 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 		say(cfg.Progress, "relay sessions: %d open, relay RSS %s (%.0f bytes/session), relay CPU %.0f%%",
 			step.Open, mib(step.RSSBytes), step.BytesPerSession, step.CPUPercent)
 	}
-	mu.Lock()
-	for _, st := range streams {
-		st.Close()
-	}
-	for _, t := range tunnels {
-		t.close()
-	}
-	mu.Unlock()
+	set.closeAll()
 	res.Errors = failed.Load()
 	res.ErrorSamples = errs.get()
 	if err := ctx.Err(); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
+	"github.com/flurrypt/flurry/internal/chaintest/loopback"
 )
 
 // capturePacketConn records what a KCP client sends; it receives nothing.
@@ -481,32 +482,7 @@ func TestFloodWithHonestDownload(t *testing.T) {
 // connection, then closes it.
 func sourceServer(tb testing.TB, size int, seed uint64) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				c.Write(sourceBytes(size, seed))
-			}()
-		}
-	}()
-	tb.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-	})
-	return ln.Addr().String()
+	return loopback.Accept(tb, func(c net.Conn) { c.Write(sourceBytes(size, seed)) })
 }
 
 func sourceBytes(size int, seed uint64) []byte {

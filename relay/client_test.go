@@ -3,7 +3,6 @@ package relay
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/url"
@@ -19,6 +18,7 @@ import (
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
+	"github.com/flurrypt/flurry/internal/chaintest/loopback"
 )
 
 // This file is a test client speaking Snowflake's client wire format
@@ -214,33 +214,10 @@ func (c *testClient) Close() {
 // echoServer is a TCP echo server on loopback that passes half-closes on.
 func echoServer(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				io.Copy(c, c)
-				c.(*net.TCPConn).CloseWrite()
-			}()
-		}
-	}()
-	tb.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
+	return loopback.Accept(tb, func(c net.Conn) {
+		io.Copy(c, c)
+		c.(*net.TCPConn).CloseWrite()
 	})
-	return ln.Addr().String()
 }
 
 // startRelay runs a relay configured by cfg on a loopback listener until
@@ -251,20 +228,7 @@ func startRelay(tb testing.TB, cfg Config) (*Relay, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- r.Serve(ctx, ln) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil && !errors.Is(err, ErrClosed) {
-			tb.Errorf("Serve: %v", err)
-		}
-		r.Close()
-	})
-	u := url.URL{Scheme: "ws", Host: ln.Addr().String(), Path: "/", RawQuery: "client_ip=192.0.2.7"}
+	tb.Cleanup(func() { r.Close() }) // after Serve has returned
+	u := url.URL{Scheme: "ws", Host: loopback.Serve(tb, r.Serve, ErrClosed), Path: "/", RawQuery: "client_ip=192.0.2.7"}
 	return r, u.String()
 }

@@ -14,20 +14,13 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
+	"github.com/flurrypt/flurry/internal/chaintest/leak"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// kcp-go runs process-wide schedulers, started once and never
-		// stopped.
-		goleak.IgnoreTopFunction("github.com/xtaci/kcp-go/v5.(*TimedSched).run"),
-		goleak.IgnoreAnyFunction("github.com/xtaci/kcp-go/v5.postProcessWorker"),
-	)
-}
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 
 // testPayload returns n pseudo-random bytes.
 func testPayload(n int) []byte {

@@ -12,14 +12,14 @@ OUT=${OUT:-out}
 ADDR=${ADDR:-127.0.0.1:18481}
 TAG=${TAG:-$(basename "$BROKER")}
 mkdir -p "$OUT"
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 for attack in junk-offers amp-flood; do
 	"$BROKER" -disable-tls -disable-geoip -addr "$ADDR" 2>"$OUT/attack-$attack-$TAG-broker.log" &
-	broker=$!
-	trap 'kill $broker 2>/dev/null || true' EXIT
-	for _ in $(seq 100); do (exec 3<>"/dev/tcp/${ADDR%:*}/${ADDR##*:}") 2>/dev/null && break; sleep 0.1; done
+	pids+=($!)
+	wait_port "$ADDR"
 	echo "== $attack against $BROKER"
 	"$BIN/flurry-loadgen" attack "$attack" -url "http://$ADDR" -requests 10000 -attack-rate 520 -concurrency 64 \
 		-proxies 50 -proxy-interval 1s -clients 20 -rate 20 -duration 20s -quiet -json "$OUT/attack-$attack-$TAG.json"
-	kill "$broker"
-	wait "$broker" 2>/dev/null || true
+	stop_all
 done

@@ -17,23 +17,8 @@ NATS_ADDR=127.0.0.1:14222
 LB_ADDR=127.0.0.1:18180
 mkdir -p "$OUT"
 
-
-pids=()
-stop_all() {
-	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	pids=()
-}
-trap stop_all EXIT INT TERM
-
-wait_port() {
-	for _ in $(seq 100); do
-		(exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "nothing listens on $1" >&2
-	return 1
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 # metric URL SERIES: the sum of one series' values (0 if absent).
 metric() {

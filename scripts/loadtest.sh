@@ -14,26 +14,12 @@ TARGET_ADDR=${TARGET_ADDR:-127.0.0.1:18900}
 DURATION=${DURATION:-10s}
 mkdir -p "$OUT"
 
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT INT TERM
-
-# wait_port HOST:PORT: until something listens there (at most 10 s).
-wait_port() {
-	for _ in $(seq 100); do
-		(exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "nothing listens on $1" >&2
-	return 1
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 echo "== broker: matches/s with 500 proxies at 1, 10, 50 clients; memory per waiting poll at 1000 and 5000"
 # The simulated peers share one address: measure the broker, not its limits.
-"$BIN/flurry-broker" -disable-tls -addr "$BROKER_ADDR" -disable-rate-limits 2>"$OUT/broker.log" &
+"$BIN/flurry-broker" -disable-tls -disable-geoip -addr "$BROKER_ADDR" -disable-rate-limits 2>"$OUT/broker.log" &
 broker=$!; pids+=("$broker")
 wait_port "$BROKER_ADDR"
 "$BIN/flurry-loadgen" broker -url "http://$BROKER_ADDR" -pid "$broker" -proxies 500 -clients 1,10,50 \

@@ -17,21 +17,8 @@ DURATION=${DURATION:-10s}
 mkdir -p "$OUT"
 ulimit -n 65536 2>/dev/null || true
 
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT INT TERM
-
-wait_port() {
-	for _ in $(seq 100); do
-		(exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "nothing listens on $1" >&2
-	return 1
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 broker() { # name binary addr
 	echo "== $1 broker: memory per waiting poll at 1000 and 5000; matches/s with 500 proxies at 50 clients"

@@ -7,25 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/flurrypt/flurry/internal/chaintest/leak"
 )
 
-// goleakOptions ignore kcp-go's process-wide goroutines (its timer
-// scheduler and post-processing workers), which live for the whole process.
-var goleakOptions = []goleak.Option{
-	goleak.IgnoreAnyFunction("github.com/xtaci/kcp-go/v5.(*TimedSched).run"),
-	goleak.IgnoreAnyFunction("github.com/xtaci/kcp-go/v5.postProcessWorker"),
-}
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleakOptions...)
-}
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
 
 // verifyNoLeaks fails tb if goroutines other than kcp-go's global ones are
 // left when it ends.
 func verifyNoLeaks(tb testing.TB) {
 	tb.Helper()
-	tb.Cleanup(func() { goleak.VerifyNone(tb, goleakOptions...) })
+	tb.Cleanup(func() { leak.VerifyNone(tb) })
 }
 
 type emptyAddr struct{}

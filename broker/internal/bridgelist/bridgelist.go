@@ -13,6 +13,9 @@
 // The fingerprint is 20 or 32 bytes in hex (either case); the
 // webSocketAddress must be a ws:// or wss:// URL with a host. displayName is
 // kept but unused.
+//
+// A list can also be given in memory (FromEntries); each Entry is checked
+// as a line of the file is.
 package bridgelist
 
 import (
@@ -54,32 +57,31 @@ type List struct {
 	byFP    map[string]int // key: string(fingerprint bytes)
 }
 
-// line is the JSON form of one bridge.
-type line struct {
+// Entry is one bridge as written in the file: one JSON line, or one
+// element of a list given in memory.
+type Entry struct {
 	DisplayName      string `json:"displayName"`
 	WebSocketAddress string `json:"webSocketAddress"`
 	Fingerprint      string `json:"fingerprint"`
 }
 
-// New builds a list from bridges given as (fingerprint hex, relay URL)
-// pairs, e.g. the built-in default.
-func New(entries ...Bridge) (*List, error) {
+// FromEntries builds a list from entries checked as the lines of a file
+// are. It must hold at least one bridge.
+func FromEntries(entries ...Entry) (*List, error) {
 	l := &List{byFP: make(map[string]int)}
-	for _, b := range entries {
-		if err := l.add(b); err != nil {
-			return nil, err
+	for i, e := range entries {
+		b, err := parseEntry(e)
+		if err == nil {
+			err = l.add(b)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bridge %d: %w", i+1, err)
 		}
 	}
-	return l, nil
-}
-
-// Single returns a list of one bridge, given its hex fingerprint and relay URL.
-func Single(displayName, fingerprintHex, webSocketAddress string) (*List, error) {
-	b, err := parseLine(line{DisplayName: displayName, WebSocketAddress: webSocketAddress, Fingerprint: fingerprintHex})
-	if err != nil {
-		return nil, err
+	if len(l.bridges) == 0 {
+		return nil, fmt.Errorf("%w: no bridges", ErrInvalid)
 	}
-	return New(b)
+	return l, nil
 }
 
 // Parse reads a bridge list file.
@@ -94,7 +96,7 @@ func Parse(r io.Reader) (*List, error) {
 		if len(text) == 0 {
 			continue
 		}
-		var ln line
+		var ln Entry
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&ln); err != nil {
@@ -103,7 +105,7 @@ func Parse(r io.Reader) (*List, error) {
 		if dec.More() {
 			return nil, fmt.Errorf("%w: line %d: more than one JSON object", ErrInvalid, n)
 		}
-		b, err := parseLine(ln)
+		b, err := parseEntry(ln)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
@@ -120,7 +122,7 @@ func Parse(r io.Reader) (*List, error) {
 	return l, nil
 }
 
-func parseLine(ln line) (Bridge, error) {
+func parseEntry(ln Entry) (Bridge, error) {
 	fp, err := ParseFingerprint(ln.Fingerprint)
 	if err != nil {
 		return Bridge{}, err

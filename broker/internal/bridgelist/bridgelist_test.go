@@ -87,15 +87,23 @@ func TestTooMany(t *testing.T) {
 	}
 }
 
-func TestSingle(t *testing.T) {
-	l, err := Single("default", "2B280B23E1107BB62ABFC40DDCC8824814F80A72", "ws://127.0.0.1:8000/")
+func TestFromEntries(t *testing.T) {
+	l, err := FromEntries(Entry{DisplayName: "default", Fingerprint: "2B280B23E1107BB62ABFC40DDCC8824814F80A72", WebSocketAddress: "ws://127.0.0.1:8000/"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l.Len() != 1 || l.At(0).Host != "127.0.0.1" {
 		t.Fatalf("list = %+v", l.At(0))
 	}
-	if _, err := Single("x", "nothex", "ws://127.0.0.1/"); err == nil {
-		t.Fatal("Single with a bad fingerprint succeeded")
+	good := Entry{Fingerprint: "2B280B23E1107BB62ABFC40DDCC8824814F80A72", WebSocketAddress: "wss://a.example/"}
+	for name, entries := range map[string][]Entry{
+		"none":            nil,
+		"bad fingerprint": {{Fingerprint: "nothex", WebSocketAddress: "ws://127.0.0.1/"}},
+		"https scheme":    {{Fingerprint: good.Fingerprint, WebSocketAddress: "https://a.example/"}},
+		"duplicate":       {good, good},
+	} {
+		if _, err := FromEntries(entries...); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: FromEntries = %v, want ErrInvalid", name, err)
+		}
 	}
 }

@@ -159,12 +159,7 @@ func TestBridgesBounded(t *testing.T) {
 // ends for good there).
 func TestAcceptSurvivesEMFILE(t *testing.T) {
 	bin := buildBinary(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freePort(t)
 
 	// dash and bash set both the soft and the hard limit: the Go runtime
 	// raises only the soft one to the hard one.

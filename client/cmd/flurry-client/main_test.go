@@ -6,7 +6,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"flag"
@@ -25,10 +24,8 @@ import (
 
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 
-	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/internal/chaintest"
 	"github.com/flurrypt/flurry/messages"
-	"github.com/flurrypt/flurry/proxy"
-	"github.com/flurrypt/flurry/relay"
 )
 
 // hangGuard bounds every wait; nothing is synchronised on it.
@@ -49,100 +46,9 @@ func buildBinary(tb testing.TB) string {
 // returns the broker's URL.
 func startChain(tb testing.TB) string {
 	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	tb.Cleanup(func() { cancel(); wg.Wait() })
-
-	echoLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var connsMu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := echoLn.Accept()
-			if err != nil {
-				return
-			}
-			connsMu.Lock()
-			conns = append(conns, c)
-			connsMu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				_, _ = io.CopyBuffer(c, c, make([]byte, 16<<10))
-			}()
-		}
-	}()
-	tb.Cleanup(func() {
-		echoLn.Close()
-		connsMu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		connsMu.Unlock()
-	})
-
-	r, err := relay.New(relay.Config{ForwardAddr: echoLn.Addr().String()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	relayLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	relayURL := "ws://" + relayLn.Addr().String() + "/"
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = r.Serve(ctx, relayLn)
-		r.Close()
-	}()
-
-	list := filepath.Join(tb.TempDir(), "bridges.ndjson")
-	line := fmt.Sprintf(`{"displayName":"test","webSocketAddress":%q,"fingerprint":%q}`+"\n", relayURL, messages.DefaultBridgeFingerprint)
-	if err := os.WriteFile(list, []byte(line), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	b, err := broker.New(broker.Config{BridgeListPath: list, PollInterval: time.Second})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	brokerLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	brokerURL := "http://" + brokerLn.Addr().String() + "/"
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = b.Serve(ctx, brokerLn)
-	}()
-
-	p, err := proxy.New(proxy.Config{
-		BrokerURL:           brokerURL,
-		RelayURL:            relayURL,
-		AllowedRelayPattern: "^127.0.0.1:*$",
-		AllowNonTLSRelay:    true,
-		AllowPrivateRelay:   true,
-		LoopbackOnly:        true,
-		PollInterval:        200 * time.Millisecond,
-		MinPollInterval:     200 * time.Millisecond,
-		SummaryInterval:     -1,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = p.Run(ctx)
-	}()
-	return brokerURL
+	ch := chaintest.Start(tb)
+	ch.StartProxy(tb, "p1")
+	return ch.BrokerURL
 }
 
 // socks5Connect performs a SOCKS5 handshake on conn, with RFC 1929
@@ -197,6 +103,32 @@ func socks5Connect(conn net.Conn, user, pass string) error {
 		return fmt.Errorf("unexpected data after the reply")
 	}
 	return nil
+}
+
+// socksEcho connects through the SOCKS5 server at addr (with user and
+// pass, if any) and checks that 256 KiB come back.
+func socksEcho(tb testing.TB, addr, user, pass string) {
+	tb.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close()
+	if err := socks5Connect(conn, user, pass); err != nil {
+		tb.Fatal(err)
+	}
+	echoCheck(tb, conn, 256<<10)
+}
+
+// freePort returns a loopback address where nothing listens (for now).
+func freePort(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // echoCheck sends size random bytes over conn and checks they come back.
@@ -311,18 +243,9 @@ func TestManagedPT(t *testing.T) {
 		}
 	}()
 
-	conn, err := net.Dial("tcp", socksAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	// tor puts the bridge line's arguments in the SOCKS username and
 	// password fields, ';'-separated.
-	if err := socks5Connect(conn, "url="+brokerURL+";max=1;fingerprint="+messages.DefaultBridgeFingerprint, "\x00"); err != nil {
-		t.Fatal(err)
-	}
-	echoCheck(t, conn, 256<<10)
-	conn.Close()
+	socksEcho(t, socksAddr, "url="+brokerURL+";max=1;fingerprint="+messages.DefaultBridgeFingerprint, "\x00")
 
 	// A bridge line with a bad argument is refused.
 	conn2, err := net.Dial("tcp", socksAddr)
@@ -353,13 +276,7 @@ func TestPlainSOCKS(t *testing.T) {
 	bin := buildBinary(t)
 	brokerURL := startChain(t)
 
-	// Pick a free port for -socks.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freePort(t) // for -socks
 
 	cmd := exec.Command(bin, "-url", brokerURL, "-loopback-only", "-socks", addr)
 	stderr, err := cmd.StderrPipe()
@@ -388,15 +305,7 @@ func TestPlainSOCKS(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatal("SOCKS listener did not start")
 	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := socks5Connect(conn, "", ""); err != nil {
-		t.Fatal(err)
-	}
-	echoCheck(t, conn, 256<<10)
+	socksEcho(t, addr, "", "")
 }
 
 // TestUsage checks that nothing defaults to a public broker: without -url

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,16 +165,7 @@ func TestManagedPTProxy(t *testing.T) {
 		}
 	}()
 
-	conn, err := net.Dial("tcp", socksAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := socks5Connect(conn, "url="+brokerURL+";fingerprint="+messages.DefaultBridgeFingerprint, "\x00"); err != nil {
-		t.Fatal(err)
-	}
-	echoCheck(t, conn, 256<<10)
-	conn.Close()
+	socksEcho(t, socksAddr, "url="+brokerURL+";fingerprint="+messages.DefaultBridgeFingerprint, "\x00")
 
 	st := socks.Stats()
 	t.Logf("SOCKS5 proxy stats: %+v", st)
@@ -205,12 +195,7 @@ func TestManagedPTProxyError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer noUDP.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedPort := ln.Addr().String()
-	ln.Close()
+	closedPort := freePort(t)
 
 	tests := []struct {
 		name, proxy, want string

@@ -3,9 +3,9 @@
 // own go.mod (so exactly as released), for side-by-side measurements and
 // manual interop runs:
 //
-//	cd interop && go run ./cmd/snowflake-bins -o /tmp/snowflake
+//	cd interop && go run ./cmd/snowflake-bins -o ../out/snowflake
 //
-// or `make snowflake-bins DIR=/tmp/snowflake` from the repository root.
+// or `make snowflake-bins DIR=out/snowflake` from the repository root.
 // A second run with the same Go version reuses the binaries.
 package main
 

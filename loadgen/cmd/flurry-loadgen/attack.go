@@ -85,21 +85,34 @@ func attackResult(res *loadgen.Result, r loadgen.AttackResult, err error) error 
 	return err
 }
 
+// attackTargetFlags registers the flags every connection attack shares, and
+// returns what fills in the rest of t once the flags are parsed. server
+// names the attacked server, and concurrency says what runs concurrently,
+// in the help texts.
+func attackTargetFlags(fs *flag.FlagSet, c *common, t *loadgen.AttackTarget, urlHelp, server, concurrency string) func(progress io.Writer) {
+	fs.StringVar(&t.URL, "url", "ws://127.0.0.1:8000/", urlHelp)
+	fs.IntVar(&t.Concurrency, "concurrency", loadgen.DefaultFloodConcurrency, concurrency+" in flight")
+	fs.StringVar(&t.Source, "source", "", "local IP address to attack from (e.g. 127.0.0.2)")
+	fs.IntVar(&t.PID, "pid", 0, "the "+server+"'s process ID, for its RSS (Linux /proc)")
+	fs.DurationVar(&t.WatchAfter, "watch-after", loadgen.DefaultAttackWatchAfter, "with -pid: keep sampling the "+server+"'s RSS this long after the attack")
+	return func(progress io.Writer) {
+		t.Insecure, t.AllowNonLoopback = c.insecure, c.allowNonLoopback
+		t.Progress, t.ProgressInterval = progress, c.progressInterval
+	}
+}
+
+const relayURLHelp = "relay WebSocket URL (ws:// or wss://)"
+
 func relaySessionsFlags(fs *flag.FlagSet, c *common) runFunc {
 	var cfg loadgen.SessionFloodConfig
-	fs.StringVar(&cfg.URL, "url", "ws://127.0.0.1:8000/", "relay WebSocket URL (ws:// or wss://)")
+	finish := attackTargetFlags(fs, c, &cfg.AttackTarget, relayURLHelp, "relay", "connections")
 	fs.IntVar(&cfg.Conns, "conns", loadgen.DefaultAttackConns, "one-packet connections to make")
-	fs.IntVar(&cfg.Concurrency, "concurrency", loadgen.DefaultFloodConcurrency, "connections in flight")
 	fs.StringVar(&cfg.Packet, "packet", loadgen.PacketHeader, "first packet: header (24-byte KCP header), nop (a valid first packet that opens no stream) or syn (opens a stream)")
-	fs.StringVar(&cfg.Source, "source", "", "local IP address to attack from (e.g. 127.0.0.2)")
-	fs.IntVar(&cfg.PID, "pid", 0, "the relay's process ID, for its RSS (Linux /proc)")
-	fs.DurationVar(&cfg.WatchAfter, "watch-after", loadgen.DefaultAttackWatchAfter, "with -pid: keep sampling the relay's RSS this long after the flood")
 	fs.Int64Var(&cfg.HonestBytes, "honest-bytes", 0, "an honest client downloads this many bytes through the relay during the flood and checks their SHA-256 (the relay must forward to a flurry-loadgen target -mode random)")
 	fs.StringVar(&cfg.HonestSource, "honest-source", "127.0.0.1", "local IP address of the honest client")
 	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", loadgen.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
 	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
-		cfg.Insecure, cfg.AllowNonLoopback = c.insecure, c.allowNonLoopback
-		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
+		finish(progress)
 		r, err := loadgen.RunSessionFlood(ctx, cfg)
 		return attackResult(res, r, err)
 	}
@@ -107,19 +120,14 @@ func relaySessionsFlags(fs *flag.FlagSet, c *common) runFunc {
 
 func carrierHoldFlags(fs *flag.FlagSet, c *common) runFunc {
 	var cfg loadgen.CarrierHoldConfig
-	fs.StringVar(&cfg.URL, "url", "ws://127.0.0.1:8000/", "relay WebSocket URL (ws:// or wss://)")
+	finish := attackTargetFlags(fs, c, &cfg.AttackTarget, relayURLHelp, "relay", "handshakes")
 	fs.IntVar(&cfg.Carriers, "carriers", loadgen.DefaultHoldCarriers, "carriers to open and hold")
-	fs.IntVar(&cfg.Concurrency, "concurrency", loadgen.DefaultFloodConcurrency, "handshakes in flight")
 	fs.StringVar(&cfg.Packet, "packet", "", "first packet after the ClientID: none (default), header, nop or syn")
 	fs.DurationVar(&cfg.Hold, "hold", loadgen.DefaultHoldDuration, "how long to hold the carriers")
 	fs.DurationVar(&cfg.KeepAlive, "keepalive", 20*time.Second, "send a padding chunk on every carrier this often (0: never)")
-	fs.StringVar(&cfg.Source, "source", "", "local IP address to attack from (e.g. 127.0.0.2)")
-	fs.IntVar(&cfg.PID, "pid", 0, "the relay's process ID, for its RSS (Linux /proc)")
-	fs.DurationVar(&cfg.WatchAfter, "watch-after", loadgen.DefaultAttackWatchAfter, "with -pid: keep sampling the relay's RSS this long after the carriers are released")
 	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", loadgen.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
 	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
-		cfg.Insecure, cfg.AllowNonLoopback = c.insecure, c.allowNonLoopback
-		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
+		finish(progress)
 		r, err := loadgen.RunCarrierHold(ctx, cfg)
 		return attackResult(res, r, err)
 	}
@@ -127,17 +135,12 @@ func carrierHoldFlags(fs *flag.FlagSet, c *common) runFunc {
 
 func slowlorisFlags(fs *flag.FlagSet, c *common) runFunc {
 	var cfg loadgen.SlowlorisConfig
-	fs.StringVar(&cfg.URL, "url", "ws://127.0.0.1:8000/", "server URL: http, https, ws or wss (relay, broker, natprobe...)")
+	finish := attackTargetFlags(fs, c, &cfg.AttackTarget, "server URL: http, https, ws or wss (relay, broker, natprobe...)", "server", "connection attempts")
 	fs.IntVar(&cfg.Conns, "conns", loadgen.DefaultSlowlorisConns, "connections to open and keep")
-	fs.IntVar(&cfg.Concurrency, "concurrency", loadgen.DefaultFloodConcurrency, "connection attempts in flight")
 	fs.DurationVar(&cfg.Interval, "interval", loadgen.DefaultSlowlorisInterval, "time between two header bytes on a connection")
 	fs.DurationVar(&cfg.Duration, "duration", loadgen.DefaultSlowlorisDuration, "how long the attack lasts")
-	fs.StringVar(&cfg.Source, "source", "", "local IP address to attack from (e.g. 127.0.0.2)")
-	fs.IntVar(&cfg.PID, "pid", 0, "the server's process ID, for its RSS (Linux /proc)")
-	fs.DurationVar(&cfg.WatchAfter, "watch-after", loadgen.DefaultAttackWatchAfter, "with -pid: keep sampling the server's RSS this long after the attack")
 	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
-		cfg.Insecure, cfg.AllowNonLoopback = c.insecure, c.allowNonLoopback
-		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
+		finish(progress)
 		r, err := loadgen.RunSlowloris(ctx, cfg)
 		return attackResult(res, r, err)
 	}

@@ -304,10 +304,10 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 			}()
 			fmt.Fprintf(stderr, "%s target listening on %s: the relay must forward there (flurry-relay -forward %s)\n", mode, t.Addr(), t.Addr())
 		}
+		idle.URL, idle.PID, idle.Carriers, idle.HandshakeTimeout = url, pid, carriers, handshakeMax
+		idle.Insecure, idle.AllowNonLoopback = c.insecure, c.allowNonLoopback
+		idle.Progress, idle.ProgressInterval = progress, c.progressInterval
 		if !skipIdle && len(carriers) > 0 {
-			idle.URL, idle.PID, idle.Carriers, idle.HandshakeTimeout = url, pid, carriers, handshakeMax
-			idle.Insecure, idle.AllowNonLoopback = c.insecure, c.allowNonLoopback
-			idle.Progress, idle.ProgressInterval = progress, c.progressInterval
 			r, err := loadgen.RunRelayIdle(ctx, idle)
 			if r.URL != "" {
 				res.RelayIdle = &r
@@ -317,10 +317,7 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 			}
 		}
 		if len(sessions) > 0 {
-			sess.URL, sess.PID, sess.Sessions, sess.HandshakeTimeout = url, pid, sessions, handshakeMax
-			sess.Settle, sess.DialConcurrency, sess.SourcePrefix = idle.Settle, idle.DialConcurrency, idle.SourcePrefix
-			sess.Insecure, sess.AllowNonLoopback = c.insecure, c.allowNonLoopback
-			sess.Progress, sess.ProgressInterval = progress, c.progressInterval
+			sess.RelayRun, sess.Sessions = idle.RelayRun, sessions
 			r, err := loadgen.RunRelaySessions(ctx, sess)
 			if r.URL != "" {
 				res.RelaySessions = &r

@@ -42,7 +42,7 @@ func sideBySideFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen
 	)
 	fs.Var(&impls, "impl", "an implementation to measure, as NAME=PREFIX: the binaries PREFIXbroker, PREFIXproxy,\n"+
 		"PREFIXclient and PREFIXserver (or PREFIXrelay), run with Snowflake's flag names; repeat for each\n"+
-		"(e.g. -impl snowflake=/tmp/sf/snowflake- -impl flurry=bin/flurry-); ratios are to the first")
+		"(e.g. -impl snowflake=out/snowflake/ -impl flurry=bin/flurry-); ratios are to the first")
 	fs.IntVar(&cfg.Downloads, "downloads", loadgen.DefaultSideBySideDownloads, "downloads per implementation, alternating")
 	fs.Int64Var(&cfg.Bytes, "bytes", loadgen.DefaultSideBySideBytes, "bytes per download")
 	fs.DurationVar(&cfg.PauseThreshold, "pause", loadgen.DefaultPauseThreshold, "a gap between reads longer than this counts as a pause")
