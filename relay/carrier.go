@@ -17,7 +17,7 @@ import (
 const (
 	// maxPacketSize is the largest KCP packet a carrier accepts; longer
 	// ones are truncated, as in Snowflake (KCP's MTU is 1400).
-	maxPacketSize = kcpMTU
+	maxPacketSize = turbotunnel.MTU
 	// maxMessageSize bounds a WebSocket message built from a batch of
 	// outgoing packets. With gorilla's 4 KiB pooled write buffer (14 bytes
 	// of which are the frame header), a batch still goes out in gorilla's

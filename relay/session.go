@@ -32,7 +32,7 @@ type shard struct {
 }
 
 func newShard(r *Relay, i int) (*shard, error) {
-	pconn := turbotunnel.NewQueuePacketConn(shardAddr(i), r.cfg.ClientTimeout, kcpMTU)
+	pconn := turbotunnel.NewQueuePacketConn(shardAddr(i), r.cfg.ClientTimeout, turbotunnel.MTU)
 	ln, err := kcp.ServeConn(nil, 0, 0, pconn)
 	if err != nil {
 		pconn.Close()
@@ -68,12 +68,7 @@ func (s *shard) acceptLoop(r *Relay) {
 			conn.Close()
 			continue
 		}
-		// Snowflake's client parameters (docs/design.md, "Byte layers"), which
-		// both ends must share.
-		//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
-		conn.SetStreamMode(true)
-		conn.SetWindowSize(kcpWindow, kcpWindow)
-		conn.SetNoDelay(0, 0, 0, 1)
+		turbotunnel.ConfigureKCP(conn)
 		if !r.sessionRoom() {
 			// Admitted carriers raced past the cap.
 			r.stats.refuse(refuseGlobal)
@@ -128,11 +123,7 @@ func (s *session) serve(r *Relay, addr netip.Addr) {
 	r.stats.sessionsActive.Add(1)
 	defer r.stats.sessionsActive.Add(-1)
 
-	conf := smux.DefaultConfig()
-	conf.Version = smuxVersion
-	conf.KeepAliveTimeout = smuxKeepAliveTimeout
-	conf.MaxStreamBuffer = smuxMaxStreamBuffer
-	m, err := smux.Server(s.kcp, conf)
+	m, err := smux.Server(s.kcp, turbotunnel.RelaySmuxConfig())
 	if err != nil {
 		r.log.Warn("smux server", "error", err)
 		return
