@@ -125,9 +125,6 @@ func (r *Relay) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{})
 }
 
-// Registry returns the relay's own Prometheus registry.
-func (r *Relay) Registry() *prometheus.Registry { return r.registry }
-
 func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	if r.cfg.Path != "" && req.URL.Path != r.cfg.Path {
 		r.stats.rejectedPath.Add(1)
