@@ -168,7 +168,7 @@ func (s *session) collect(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			s.log.Info("proxy connection failed", "peer", peerID, "error", err)
+			s.log.Info("proxy connection failed", "peer", peerID, "err", err)
 			s.c.emit(Event{Kind: EventProxyFailed, Peer: peerID, Err: err})
 			s.mu.Lock()
 			s.lastErr = err
@@ -200,7 +200,7 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 		if errors.Is(reason, webrtcpeer.ErrClosed) && s.closing() {
 			return
 		}
-		s.log.Info("proxy lost", "peer", peer.ID(), "reason", reason)
+		s.log.Info("proxy lost", "peer", peer.ID(), "err", reason)
 		s.c.emit(Event{Kind: EventProxyLost, Peer: peer.ID(), Err: reason})
 	}
 	if _, err := s.pconn.Add(car); err != nil {

@@ -119,7 +119,7 @@ func (c *carrier) serve() {
 		<-c.writerDone
 	}
 	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && err != errSessionRefused { // readLoop always ends with an error
-		c.r.log.Debug("carrier ended", "error", err)
+		c.r.log.Debug("carrier ended", "err", err)
 	}
 }
 
@@ -154,7 +154,7 @@ func (c *carrier) handshake() bool {
 			c.r.log.Debug("carrier handshake timed out", "bytes", n)
 		default:
 			c.r.stats.fail(failError)
-			c.r.log.Debug("carrier handshake failed", "error", err)
+			c.r.log.Debug("carrier handshake failed", "err", err)
 		}
 		return false
 	}

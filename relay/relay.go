@@ -147,7 +147,7 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		r.releaseConn()
 		r.adm.removeCarrier(peer)
 		r.stats.fail(failUpgrade)
-		r.log.Debug("websocket upgrade failed", "error", err)
+		r.log.Debug("websocket upgrade failed", "err", err)
 		return
 	}
 	c := newCarrier(r, websocketconn.New(ws), parseClientIP(req.URL.Query().Get("client_ip")))
@@ -378,7 +378,7 @@ func (r *Relay) ServeMetrics(stop <-chan struct{}, ln net.Listener) {
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		r.log.Warn("metrics server stopped", "error", err)
+		r.log.Warn("metrics server stopped", "err", err)
 		return
 	case <-stop:
 	}

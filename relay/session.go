@@ -59,7 +59,7 @@ func (s *shard) acceptLoop(r *Relay) {
 			select {
 			case <-r.closing:
 			default:
-				r.log.Warn("kcp accept stopped", "error", err)
+				r.log.Warn("kcp accept stopped", "err", err)
 			}
 			return
 		}
@@ -125,7 +125,7 @@ func (s *session) serve(r *Relay, addr netip.Addr) {
 
 	m, err := smux.Server(s.kcp, turbotunnel.RelaySmuxConfig())
 	if err != nil {
-		r.log.Warn("smux server", "error", err)
+		r.log.Warn("smux server", "err", err)
 		return
 	}
 	s.mu.Lock()
@@ -180,7 +180,7 @@ func (r *Relay) forward(stream *smux.Stream, addr netip.Addr) {
 	cancel()
 	if err != nil {
 		r.stats.dialFailures.Add(1)
-		r.log.Warn("cannot reach target", "error", err)
+		r.log.Warn("cannot reach target", "err", err)
 		return
 	}
 	defer target.Close()
