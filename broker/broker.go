@@ -190,7 +190,7 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 	// that unanswered matches are still counted in the statistics.
 	b.penalise = cfg.UnansweredPenalty > 0
 	if b.strikes, err = strikes.New(strikes.Config{Period: max(cfg.UnansweredPenalty, 0)}); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 
 	if err := b.encodeFixed(); err != nil {

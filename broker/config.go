@@ -232,7 +232,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Instance = DefaultInstance()
 	}
 	if !ValidInstance(c.Instance) {
-		return c, fmt.Errorf("%w: instance name %q: 1 to 64 of A-Z a-z 0-9 . _ -", ErrCluster, c.Instance)
+		return c, fmt.Errorf("%w: instance name %q: 1 to 64 of A-Z a-z 0-9 . _ -", errCluster, c.Instance)
 	}
 	c.TrustedProxies = append([]netip.Prefix(nil), c.TrustedProxies...)
 	if c.Logger == nil {
@@ -241,29 +241,29 @@ func (c Config) withDefaults() (Config, error) {
 
 	switch {
 	case c.ProxyHold < 0:
-		return c, fmt.Errorf("%w: proxy hold %v is negative", ErrConfig, c.ProxyHold)
+		return c, fmt.Errorf("%w: proxy hold %v is negative", ErrInvalidConfig, c.ProxyHold)
 	case c.ClientTimeout < 0:
-		return c, fmt.Errorf("%w: client timeout %v is negative", ErrConfig, c.ClientTimeout)
+		return c, fmt.Errorf("%w: client timeout %v is negative", ErrInvalidConfig, c.ClientTimeout)
 	case c.PollInterval < minPollInterval || c.PollInterval > maxPollInterval:
-		return c, fmt.Errorf("%w: poll interval %v is outside %v to %v", ErrConfig, c.PollInterval, minPollInterval, maxPollInterval)
+		return c, fmt.Errorf("%w: poll interval %v is outside %v to %v", ErrInvalidConfig, c.PollInterval, minPollInterval, maxPollInterval)
 	case c.ProxyBurst < 0 || c.ClientBurst < 0 || c.AnswerBurst < 0 || c.AMPBurst < 0:
-		return c, fmt.Errorf("%w: negative rate limit burst", ErrConfig)
+		return c, fmt.Errorf("%w: negative rate limit burst", ErrInvalidConfig)
 	case c.RateLimitEntries < 0:
-		return c, fmt.Errorf("%w: negative rate limit table size", ErrConfig)
+		return c, fmt.Errorf("%w: negative rate limit table size", ErrInvalidConfig)
 	case c.MetricsInterval < minMetricsInterval:
-		return c, fmt.Errorf("%w: metrics interval %v is shorter than %v", ErrConfig, c.MetricsInterval, minMetricsInterval)
+		return c, fmt.Errorf("%w: metrics interval %v is shorter than %v", ErrInvalidConfig, c.MetricsInterval, minMetricsInterval)
 	}
 	if _, err := relaypattern.Parse(c.AllowedRelayPattern); err != nil {
-		return c, fmt.Errorf("%w: allowed relay pattern: %w", ErrConfig, err)
+		return c, fmt.Errorf("%w: allowed relay pattern: %w", ErrInvalidConfig, err)
 	}
 	for _, p := range c.RateLimitExempt {
 		if !p.IsValid() {
-			return c, fmt.Errorf("%w: invalid rate limit exemption", ErrConfig)
+			return c, fmt.Errorf("%w: invalid rate limit exemption", ErrInvalidConfig)
 		}
 	}
 	for _, p := range c.TrustedProxies {
 		if !p.IsValid() {
-			return c, fmt.Errorf("%w: invalid trusted proxy prefix", ErrConfig)
+			return c, fmt.Errorf("%w: invalid trusted proxy prefix", ErrInvalidConfig)
 		}
 	}
 	return c, nil

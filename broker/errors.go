@@ -3,8 +3,8 @@ package broker
 import "errors"
 
 var (
-	// ErrConfig means a Config field is invalid.
-	ErrConfig = errors.New("invalid broker config")
+	// ErrInvalidConfig means a Config field is invalid.
+	ErrInvalidConfig = errors.New("invalid broker config")
 	// ErrBridgeList means the bridge list could not be loaded or does not
 	// fit the allowed relay pattern.
 	ErrBridgeList = errors.New("bad bridge list")

@@ -132,15 +132,15 @@ func (c SQSConfig) withDefaults() (SQSConfig, error) {
 	}
 	switch {
 	case !sqsQueueName.MatchString(c.QueueName):
-		return c, fmt.Errorf("%w: SQS queue name must be 1 to 80 letters, digits, - or _", ErrConfig)
+		return c, fmt.Errorf("%w: SQS queue name must be 1 to 80 letters, digits, - or _", ErrInvalidConfig)
 	case strings.HasPrefix(c.QueueName, SQSClientQueuePrefix):
-		return c, fmt.Errorf("%w: SQS queue name must not start with %s (the cleanup would delete it)", ErrConfig, SQSClientQueuePrefix)
+		return c, fmt.Errorf("%w: SQS queue name must not start with %s (the cleanup would delete it)", ErrInvalidConfig, SQSClientQueuePrefix)
 	case c.Region == "":
-		return c, fmt.Errorf("%w: SQS region missing", ErrConfig)
+		return c, fmt.Errorf("%w: SQS region missing", ErrInvalidConfig)
 	case (c.AccessKeyID == "") != (c.SecretAccessKey == ""):
-		return c, fmt.Errorf("%w: SQS access key id and secret access key go together", ErrConfig)
+		return c, fmt.Errorf("%w: SQS access key id and secret access key go together", ErrInvalidConfig)
 	case c.Concurrency < 0 || c.CleanupInterval < 0 || c.CleanupAge < 0:
-		return c, fmt.Errorf("%w: negative SQS concurrency or cleanup time", ErrConfig)
+		return c, fmt.Errorf("%w: negative SQS concurrency or cleanup time", ErrInvalidConfig)
 	}
 	return c, nil
 }

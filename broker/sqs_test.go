@@ -324,8 +324,8 @@ func TestSQSConfigErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := env.sqsConfig()
 			tt.edit(&cfg)
-			if err := env.RunSQS(context.Background(), cfg); !errors.Is(err, broker.ErrConfig) {
-				t.Errorf("RunSQS error = %v, want ErrConfig", err)
+			if err := env.RunSQS(context.Background(), cfg); !errors.Is(err, broker.ErrInvalidConfig) {
+				t.Errorf("RunSQS error = %v, want ErrInvalidConfig", err)
 			}
 		})
 	}

@@ -101,10 +101,10 @@ func (p *Proxy) localDescription(ctx context.Context, pc *webrtc.PeerConnection,
 	}
 	local := pc.LocalDescription()
 	if local == nil {
-		return "", ErrPeerConnectionFailed
+		return "", errPeerConnectionFailed
 	}
 	if !strings.Contains(local.SDP, "a=candidate:") {
-		return "", ErrNoCandidates
+		return "", errNoCandidates
 	}
 	if p.s.KeepLocalAddresses || p.s.LoopbackOnly {
 		return local.SDP, nil
