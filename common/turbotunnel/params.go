@@ -14,9 +14,9 @@ import (
 // user calls ConfigureKCP and ClientSmuxConfig or RelaySmuxConfig.
 const (
 	// MTU is the largest KCP packet, in bytes: kcp-go's default
-	// (IKCP_MTU_DEF), which Snowflake never changes. A packet must fit in
-	// one WebRTC DataChannel message with its encapsulation prefix, and
-	// the relay's queues size their buffers by it.
+	// (IKCP_MTU_DEF), which Snowflake never changes. The relays (Snowflake's
+	// and Flurry's) size their packet buffers by it and truncate longer
+	// packets, so a client must not send larger ones.
 	MTU = 1400
 
 	// Window is KCP's send and receive window, in packets. Snowflake raised
@@ -40,9 +40,9 @@ const (
 	KeepAliveInterval = 10 * time.Second
 
 	// ClientKeepAliveTimeout is how long a client's smux session lives
-	// without hearing from the relay: long, because a client may wait
-	// minutes for a new proxy after its proxies die, and the session must
-	// survive that.
+	// without hearing from the relay: long, so that the session outlives
+	// the minutes a client may need to find new proxies after its proxies
+	// die.
 	ClientKeepAliveTimeout = 10 * time.Minute
 
 	// RelayKeepAliveTimeout is how long the relay keeps a smux session
