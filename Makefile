@@ -8,6 +8,11 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 1
 STATICCHECK_VERSION ?= v0.8.2
+DEADCODE_VERSION ?= v0.52.0
+GOVULNCHECK_VERSION ?= v1.9.0
+# golang.org/x/vulndb carries the vulnerability database govulncheck reads
+# (scripts/vulncheck.sh); a newer pin brings newer advisories.
+VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 
 # Every main package lives in a cmd/ directory under its role.
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
@@ -30,7 +35,7 @@ build: ## Build every cmd/* binary into ./bin (-trimpath, reproducible)
 		$(GO) build -trimpath -ldflags=-buildid= -o $(BIN)/ $(CMDS) && ls $(BIN); \
 	else echo 'no commands yet'; fi
 
-test: fmt-check vet lint race bench-smoke ## gofmt check, go vet, staticcheck, go test -race, every benchmark once, allocation tests
+test: fmt-check vet lint race bench-smoke ## gofmt check, go vet, lint, go test -race, every benchmark once, allocation tests
 
 fmt-check: ## Fail if any Go file is not gofmt-formatted
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
@@ -65,8 +70,12 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 10s)
 		done; \
 	done
 
-lint: ## staticcheck (pinned version, through go run)
+lint: ## staticcheck, deadcode, govulncheck (fails on vulnerable modules, warns on the standard library) and a go mod tidy check; pinned versions through go run
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+	GO=$(GO) DEADCODE_VERSION=$(DEADCODE_VERSION) scripts/deadcode.sh
+	GO=$(GO) GOVULNCHECK_VERSION=$(GOVULNCHECK_VERSION) VULNDB_VERSION=$(VULNDB_VERSION) scripts/vulncheck.sh
+	$(GO) mod tidy -diff
+	cd interop && $(GO) mod tidy -diff
 
 interop: ## Against Snowflake v2.14.1 built from its Go module: mixed chains, failover, differential and flag-parity tests (nested module interop/, see docs/interop.md)
 	cd interop && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \

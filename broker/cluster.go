@@ -13,9 +13,9 @@ import (
 	"github.com/flurrypt/flurry/messages"
 )
 
-// ErrCluster: the cluster configuration is invalid (Config.NATS,
+// errCluster: the cluster configuration is invalid (Config.NATS,
 // NATSCreds, Instance).
-var ErrCluster = errors.New("broker cluster")
+var errCluster = errors.New("broker cluster")
 
 // DefaultInstance is the instance name when Config.Instance is empty: the
 // host name, or "broker" if it is not a valid name.
@@ -50,7 +50,7 @@ func (b *Broker) startCluster() error {
 		Logger:    b.cfg.Logger,
 	})
 	if err != nil {
-		return errors.Join(ErrCluster, err)
+		return errors.Join(errCluster, err)
 	}
 	b.cluster = c
 	b.match.SetHooks(matcher.Hooks{Changed: c.Changed, Matched: c.Matched})

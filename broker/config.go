@@ -308,7 +308,7 @@ func (c Config) settle() (*settings, error) {
 		c.Instance = DefaultInstance()
 	}
 	if !ValidInstance(c.Instance) {
-		return nil, fmt.Errorf("%w: %w: instance name %q: 1 to 64 of A-Z a-z 0-9 . _ -", ErrInvalidConfig, ErrCluster, c.Instance)
+		return nil, fmt.Errorf("%w: %w: instance name %q: 1 to 64 of A-Z a-z 0-9 . _ -", ErrInvalidConfig, errCluster, c.Instance)
 	}
 	c.TrustedProxies = append([]netip.Prefix(nil), c.TrustedProxies...)
 	if c.Logger == nil {

@@ -284,7 +284,7 @@ func (c *Client) startNATProbeLocked() {
 		defer c.wg.Done()
 		t, err := nat.Detect(ctx, c.stunAddrs, c.natProbe)
 		if err != nil {
-			c.log.Info("NAT type detection failed", "error", err)
+			c.log.Info("NAT type detection failed", "err", err)
 		}
 		c.natPolicy.Set(t)
 		c.log.Info("NAT type", "nat", t)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/xtaci/kcp-go/v5"
+
+	"github.com/flurrypt/flurry/common/turbotunnel"
 )
 
 // kcpPair is two kcp-go state machines whose output is captured, so the
@@ -20,8 +22,8 @@ func newKCPPair() *kcpPair {
 	p.b = kcp.NewKCP(1, func(buf []byte, size int) { p.outB = append(p.outB, append([]byte(nil), buf[:size]...)) })
 	for _, k := range []*kcp.KCP{p.a, p.b} {
 		k.NoDelay(0, 0, 0, 1)
-		k.SetMtu(kcpMTU)
-		k.WndSize(kcpWindow, kcpWindow)
+		k.SetMtu(turbotunnel.MTU)
+		k.WndSize(turbotunnel.Window, turbotunnel.Window)
 	}
 	return p
 }

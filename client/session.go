@@ -21,16 +21,6 @@ import (
 	"github.com/flurrypt/flurry/common/turbotunnel"
 )
 
-// Turbotunnel parameters, as Snowflake's client sets them (reference §4.5).
-const (
-	kcpMTU             = 1400
-	kcpWindow          = 65535
-	smuxVersion        = 2
-	smuxKeepAlive      = 10 * time.Second
-	smuxKeepAliveLimit = 10 * time.Minute
-	smuxStreamBuffer   = 1 << 20
-)
-
 // relayAddr is the fixed remote address of the session's packet conn (the
 // relay, whichever proxy carries the packets).
 type relayAddr struct{}
@@ -103,18 +93,8 @@ func (s *session) open(ctx context.Context) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start KCP: %w", err)
 	}
-	//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
-	kconn.SetStreamMode(true)
-	kconn.SetWindowSize(kcpWindow, kcpWindow)
-	kconn.SetNoDelay(0, 0, 0, 1) // no delay off, default interval, no fast resend, no congestion window
-	kconn.SetMtu(kcpMTU)
-
-	cfg := smux.DefaultConfig()
-	cfg.Version = smuxVersion
-	cfg.KeepAliveInterval = smuxKeepAlive
-	cfg.KeepAliveTimeout = smuxKeepAliveLimit
-	cfg.MaxStreamBuffer = smuxStreamBuffer
-	mux, err := smux.Client(kconn, cfg)
+	turbotunnel.ConfigureKCP(kconn)
+	mux, err := smux.Client(kconn, turbotunnel.ClientSmuxConfig())
 	if err != nil {
 		_ = kconn.Close()
 		return nil, fmt.Errorf("start smux: %w", err)
@@ -188,7 +168,7 @@ func (s *session) collect(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			s.log.Info("proxy connection failed", "peer", peerID, "error", err)
+			s.log.Info("proxy connection failed", "peer", peerID, "err", err)
 			s.c.emit(Event{Kind: EventProxyFailed, Peer: peerID, Err: err})
 			s.mu.Lock()
 			s.lastErr = err
@@ -220,7 +200,7 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 		if errors.Is(reason, webrtcpeer.ErrClosed) && s.closing() {
 			return
 		}
-		s.log.Info("proxy lost", "peer", peer.ID(), "reason", reason)
+		s.log.Info("proxy lost", "peer", peer.ID(), "err", reason)
 		s.c.emit(Event{Kind: EventProxyLost, Peer: peer.ID(), Err: reason})
 	}
 	if _, err := s.pconn.Add(car); err != nil {

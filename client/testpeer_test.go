@@ -71,15 +71,8 @@ func (r *testRelay) acceptLoop() {
 		if err != nil {
 			return
 		}
-		//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
-		conn.SetStreamMode(true)
-		conn.SetWindowSize(65535, 65535)
-		conn.SetNoDelay(0, 0, 0, 1)
-		cfg := smux.DefaultConfig()
-		cfg.Version = 2
-		cfg.KeepAliveTimeout = 4 * time.Minute
-		cfg.MaxStreamBuffer = 1 << 20
-		sess, err := smux.Server(conn, cfg)
+		turbotunnel.ConfigureKCP(conn)
+		sess, err := smux.Server(conn, turbotunnel.RelaySmuxConfig())
 		if err != nil {
 			conn.Close()
 			continue

@@ -62,11 +62,11 @@ func ModuleRoot(ctx context.Context, goCmd, dir string) (string, error) {
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("%w: go env GOMOD: %w", ErrBuild, err)
+		return "", fmt.Errorf("%w: go env GOMOD: %w", errBuild, err)
 	}
 	gomod := strings.TrimSpace(string(out))
 	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("%w: not inside a Go module", ErrBuild)
+		return "", fmt.Errorf("%w: not inside a Go module", errBuild)
 	}
 	return filepath.Dir(gomod), nil
 }
@@ -121,7 +121,7 @@ func Build(ctx context.Context, cfg BuildConfig) (Binaries, error) {
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return Binaries{}, fmt.Errorf("%w: go %s: %w\n%s", ErrBuild, strings.Join(args, " "), err, stderr.String())
+		return Binaries{}, fmt.Errorf("%w: go %s: %w\n%s", errBuild, strings.Join(args, " "), err, stderr.String())
 	}
 	b := BinariesIn(out)
 	return b, b.Check()

@@ -329,7 +329,7 @@ func (c *Cluster) StartProxy(ctx context.Context) (*Proxy, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	c.nextProxy++
 	name := fmt.Sprintf("proxy-%d", c.nextProxy)
@@ -361,7 +361,7 @@ func (c *Cluster) StartProxy(ctx context.Context) (*Proxy, error) {
 	defer c.mu.Unlock()
 	if c.closed {
 		p.Kill()
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	c.proxies = append(c.proxies, px)
 	c.log.Info("proxy ready", "name", name, "pid", p.PID())

@@ -5,8 +5,8 @@ import "errors"
 var (
 	// ErrInvalidConfig reports a Config or ProcessConfig that cannot work.
 	ErrInvalidConfig = errors.New("invalid demo configuration")
-	// ErrBuild reports a failed go build.
-	ErrBuild = errors.New("build failed")
+	// errBuild reports a failed go build.
+	errBuild = errors.New("build failed")
 	// ErrNotReady reports a process that did not become ready before its
 	// deadline.
 	ErrNotReady = errors.New("process not ready")
@@ -24,6 +24,6 @@ var (
 	ErrSOCKS = errors.New("socks5")
 	// ErrChecksum reports a download whose SHA-256 differs from the file's.
 	ErrChecksum = errors.New("checksum mismatch")
-	// ErrClosed reports use of a closed Cluster.
-	ErrClosed = errors.New("cluster closed")
+	// errClosed reports use of a closed Cluster.
+	errClosed = errors.New("cluster closed")
 )

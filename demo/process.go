@@ -86,9 +86,6 @@ func (p *Process) Name() string { return p.cfg.Name }
 // LogPath returns the file the process's output goes to.
 func (p *Process) LogPath() string { return p.cfg.LogPath }
 
-// Args returns a copy of the process's arguments.
-func (p *Process) Args() []string { return append([]string(nil), p.cfg.Args...) }
-
 // Start starts the process and waits until its readiness probe succeeds.
 // If the probe fails or the process exits first, the process is killed and
 // the error says so (with the end of its log).

@@ -425,13 +425,8 @@ func openRelayStream(tb testing.TB, ctx context.Context, relayURL string) (net.C
 	if err != nil {
 		tb.Fatal(err)
 	}
-	//lint:ignore SA1019 stream mode is part of Snowflake's wire behaviour (docs/design.md, "Byte layers")
-	kc.SetStreamMode(true)
-	kc.SetWindowSize(65535, 65535)
-	kc.SetNoDelay(0, 0, 0, 1)
-	scfg := smux.DefaultConfig()
-	scfg.Version = 2
-	sess, err := smux.Client(kc, scfg)
+	turbotunnel.ConfigureKCP(kc)
+	sess, err := smux.Client(kc, turbotunnel.ClientSmuxConfig())
 	if err != nil {
 		tb.Fatal(err)
 	}

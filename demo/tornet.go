@@ -260,9 +260,6 @@ func poll(ctx context.Context, timeout time.Duration, probe func(context.Context
 	}
 }
 
-// Processes returns the network's tor processes.
-func (n *TorNetwork) Processes() []*Process { return append([]*Process(nil), n.procs...) }
-
 // Close stops every tor of the network (SIGTERM, then SIGKILL after 10 s)
 // and returns their stop errors. It is idempotent.
 func (n *TorNetwork) Close() error {

@@ -8,9 +8,9 @@ var (
 	ErrNotLoopback = errors.New("target is not a loopback address (set AllowNonLoopback, flag -allow-non-loopback, to measure a remote test system)")
 	// ErrInvalidConfig is returned for a configuration that cannot run.
 	ErrInvalidConfig = errors.New("invalid load generator configuration")
-	// ErrFileLimit is returned when RLIMIT_NOFILE cannot be raised to what
+	// errFileLimit is returned when RLIMIT_NOFILE cannot be raised to what
 	// a run needs.
-	ErrFileLimit = errors.New("open file limit too low")
+	errFileLimit = errors.New("open file limit too low")
 	// ErrProcStats is returned when a process's statistics cannot be read.
 	ErrProcStats = errors.New("cannot read process statistics")
 	// ErrSOCKS is returned when a SOCKS5 proxy refuses or garbles a

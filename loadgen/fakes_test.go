@@ -207,7 +207,7 @@ func startFakeRelay(tb testing.TB, forward string) *fakeRelay {
 	tb.Helper()
 	r := &fakeRelay{
 		forward: forward,
-		qpc:     turbotunnel.NewQueuePacketConn(turbotunnel.ClientID{}, time.Minute, kcpMTU),
+		qpc:     turbotunnel.NewQueuePacketConn(turbotunnel.ClientID{}, time.Minute, turbotunnel.MTU),
 		ids:     make(map[turbotunnel.ClientID]int),
 		done:    make(chan struct{}),
 		up:      websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 1024},
@@ -261,13 +261,11 @@ func (r *fakeRelay) acceptKCP() {
 		if err != nil {
 			return
 		}
-		tuneKCP(sess)
+		turbotunnel.ConfigureKCP(sess)
 		if !r.track(sess) {
 			return
 		}
-		cfg := smuxConfig()
-		cfg.KeepAliveTimeout = 4 * time.Minute
-		mux, err := smux.Server(sess, cfg)
+		mux, err := smux.Server(sess, turbotunnel.RelaySmuxConfig())
 		if err != nil {
 			sess.Close()
 			continue

@@ -29,14 +29,6 @@ const (
 	DefaultChunkSize          = 16 << 10
 )
 
-// Snowflake's client turbotunnel parameters (docs/design.md, "Byte layers").
-const (
-	kcpMTU               = 1400
-	kcpWindow            = 65535
-	smuxKeepAliveTimeout = 10 * time.Minute
-	smuxMaxStreamBuffer  = 1 << 20
-)
-
 // Throughput modes: what the relay's forward target does with a stream.
 const (
 	// ModeEcho writes data and reads it back: the target echoes. The
@@ -394,24 +386,6 @@ func (cfg RelayThroughputConfig) withDefaults() (RelayThroughputConfig, *url.URL
 	return cfg, u, nil
 }
 
-// smuxConfig is Snowflake's client smux configuration.
-func smuxConfig() *smux.Config {
-	c := smux.DefaultConfig()
-	c.Version = 2
-	c.KeepAliveTimeout = smuxKeepAliveTimeout
-	c.MaxStreamBuffer = smuxMaxStreamBuffer
-	return c
-}
-
-// tuneKCP applies Snowflake's client KCP parameters.
-func tuneKCP(s *kcp.UDPSession) {
-	//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
-	s.SetStreamMode(true)
-	s.SetWindowSize(kcpWindow, kcpWindow)
-	s.SetNoDelay(0, 0, 0, 1)
-	s.SetMtu(kcpMTU)
-}
-
 // tunnel is one carrier with its KCP and smux sessions.
 type tunnel struct {
 	pc  *carrierConn
@@ -466,8 +440,8 @@ func openTunnel(ctx context.Context, d *websocket.Dialer, u *url.URL) (*tunnel, 
 		pc.Close()
 		return nil, err
 	}
-	tuneKCP(sess)
-	mux, err := smux.Client(sess, smuxConfig())
+	turbotunnel.ConfigureKCP(sess)
+	mux, err := smux.Client(sess, turbotunnel.ClientSmuxConfig())
 	if err != nil {
 		sess.Close()
 		pc.Close()

@@ -13,7 +13,7 @@ import (
 func raiseFileLimit(need uint64) (uint64, error) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return 0, fmt.Errorf("%w: getrlimit: %w", ErrFileLimit, err)
+		return 0, fmt.Errorf("%w: getrlimit: %w", errFileLimit, err)
 	}
 	if rl.Cur >= need {
 		return rl.Cur, nil
@@ -29,5 +29,5 @@ func raiseFileLimit(need uint64) (uint64, error) {
 	// Not allowed to raise the hard limit: take what there is.
 	rl.Cur = rl.Max
 	_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
-	return rl.Cur, fmt.Errorf("%w: need %d file descriptors, hard limit is %d (raise it with ulimit -Hn or as root)", ErrFileLimit, need, rl.Max)
+	return rl.Cur, fmt.Errorf("%w: need %d file descriptors, hard limit is %d (raise it with ulimit -Hn or as root)", errFileLimit, need, rl.Max)
 }

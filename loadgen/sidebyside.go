@@ -145,9 +145,9 @@ type SideBySideResult struct {
 	Summaries             []SideBySideSummary `json:"summaries"`
 }
 
-// ErrNotIsolated is returned when a side-by-side run is started in a
+// errNotIsolated is returned when a side-by-side run is started in a
 // network namespace with interfaces other than loopback.
-var ErrNotIsolated = errors.New("side-by-side runs need a network namespace with loopback only (run under `unshare -n`)")
+var errNotIsolated = errors.New("side-by-side runs need a network namespace with loopback only (run under `unshare -n`)")
 
 // onlyLoopback reports whether every interface that is up is a loopback
 // interface. Snowflake's proxy and client gather WebRTC candidates on every
@@ -214,7 +214,7 @@ func RunSideBySide(ctx context.Context, cfg SideBySideConfig) (SideBySideResult,
 		return SideBySideResult{}, err
 	}
 	if ok, err := onlyLoopback(); err != nil || !ok {
-		return SideBySideResult{}, errors.Join(ErrNotIsolated, err)
+		return SideBySideResult{}, errors.Join(errNotIsolated, err)
 	}
 	res := SideBySideResult{Bytes: cfg.Bytes, PauseThresholdSeconds: cfg.PauseThreshold.Seconds()}
 	chains := make([]*sbsChain, 0, len(cfg.Implementations))

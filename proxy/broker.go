@@ -41,14 +41,14 @@ func (p *Proxy) post(ctx context.Context, u *url.URL, body []byte) ([]byte, erro
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, messages.MaxBodySize))
-		return nil, fmt.Errorf("%w: %d", ErrBrokerStatus, resp.StatusCode)
+		return nil, fmt.Errorf("%w: %d", errBrokerStatus, resp.StatusCode)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, messages.MaxBodySize+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(b) > messages.MaxBodySize {
-		return nil, ErrBrokerTooLarge
+		return nil, errBrokerTooLarge
 	}
 	return b, nil
 }
@@ -94,7 +94,7 @@ func (p *Proxy) answer(ctx context.Context, sid, answer string) error {
 		return fmt.Errorf("send answer: %w", err)
 	}
 	if resp.Status != messages.StatusSuccess {
-		return ErrClientGone
+		return errClientGone
 	}
 	return nil
 }

@@ -182,7 +182,7 @@ func (cfg Config) settle() (*settings, error) {
 	s := &settings{Config: cfg}
 	s.STUNURLs = append([]string(nil), cfg.STUNURLs...)
 	if s.BrokerURL == "" {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, ErrNoBroker)
+		return nil, fmt.Errorf("%w: no broker URL", ErrInvalidConfig)
 	}
 	base, err := url.Parse(s.BrokerURL)
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {

@@ -4,12 +4,10 @@ import "errors"
 
 // Configuration errors, returned (wrapped) by New.
 var (
-	// ErrNoBroker: Config.BrokerURL is empty.
-	ErrNoBroker = errors.New("no broker URL configured")
 	// ErrInvalidConfig: a Config field has a value New cannot use.
 	ErrInvalidConfig = errors.New("invalid proxy configuration")
-	// ErrAlreadyRunning: Run was called twice.
-	ErrAlreadyRunning = errors.New("proxy already running")
+	// errAlreadyRunning: Run was called twice.
+	errAlreadyRunning = errors.New("proxy already running")
 )
 
 // Relay URL errors, from the checks applied to every relay URL.
@@ -34,27 +32,27 @@ var (
 
 // Errors of the broker exchange and of sessions.
 var (
-	// ErrBrokerStatus: the broker answered with an HTTP status other than 200.
-	ErrBrokerStatus = errors.New("broker returned an unexpected HTTP status")
-	// ErrBrokerTooLarge: the broker's reply exceeds messages.MaxBodySize.
-	ErrBrokerTooLarge = errors.New("broker reply too large")
-	// ErrClientGone: the broker no longer waits for our answer.
-	ErrClientGone = errors.New("broker returned client gone")
+	// errBrokerStatus: the broker answered with an HTTP status other than 200.
+	errBrokerStatus = errors.New("broker returned an unexpected HTTP status")
+	// errBrokerTooLarge: the broker's reply exceeds messages.MaxBodySize.
+	errBrokerTooLarge = errors.New("broker reply too large")
+	// errClientGone: the broker no longer waits for our answer.
+	errClientGone = errors.New("broker returned client gone")
 	// ErrBadOffer: the client's offer is not a usable SDP offer.
 	ErrBadOffer = errors.New("bad offer from broker")
-	// ErrDataChannelTimeout: the client did not open a DataChannel in time.
-	ErrDataChannelTimeout = errors.New("timed out waiting for the client's data channel")
-	// ErrPeerConnectionFailed: ICE or DTLS failed or the peer connection closed.
-	ErrPeerConnectionFailed = errors.New("peer connection failed")
-	// ErrMessageTooLarge: the client sent a DataChannel message larger than
+	// errDataChannelTimeout: the client did not open a DataChannel in time.
+	errDataChannelTimeout = errors.New("timed out waiting for the client's data channel")
+	// errPeerConnectionFailed: ICE or DTLS failed or the peer connection closed.
+	errPeerConnectionFailed = errors.New("peer connection failed")
+	// errMessageTooLarge: the client sent a DataChannel message larger than
 	// the proxy accepts (MaxMessageSize).
-	ErrMessageTooLarge = errors.New("data channel message too large")
+	errMessageTooLarge = errors.New("data channel message too large")
 	// ErrInactive: no byte moved in either direction for InactivityTimeout.
 	ErrInactive = errors.New("session inactive")
-	// ErrNoCandidates: ICE gathering found no candidate (every port of
+	// errNoCandidates: ICE gathering found no candidate (every port of
 	// the ephemeral range taken, or no usable interface), so no answer is
 	// sent: the client's rendezvous times out and it tries another proxy.
-	ErrNoCandidates = errors.New("no ICE candidate gathered")
+	errNoCandidates = errors.New("no ICE candidate gathered")
 	// ErrNoPublicCandidate: every candidate gathered had a local address
 	// (no STUN server and no public interface, or -outbound-address
 	// missing behind a 1:1 NAT), so no answer is sent: brokers refuse an

@@ -20,8 +20,8 @@ import (
 // error matches wins, so specific ones come first.
 var loggedErrors = []error{
 	ErrRelayPort, ErrRelayHostname, ErrRelayPrivate, ErrRelayScheme, ErrRelayResolve, ErrRelayURL,
-	ErrBadOffer, ErrDataChannelTimeout, ErrPeerConnectionFailed, ErrMessageTooLarge, ErrInactive,
-	ErrNoCandidates, ErrNoPublicCandidate, ErrClientGone, ErrBrokerStatus, ErrBrokerTooLarge,
+	ErrBadOffer, errDataChannelTimeout, errPeerConnectionFailed, errMessageTooLarge, ErrInactive,
+	errNoCandidates, ErrNoPublicCandidate, errClientGone, errBrokerStatus, errBrokerTooLarge,
 	errRelayDown, websocket.ErrBadHandshake,
 	context.Canceled, context.DeadlineExceeded, io.ErrUnexpectedEOF, io.EOF, net.ErrClosed,
 }

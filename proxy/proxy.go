@@ -102,7 +102,7 @@ func (p *Proxy) Stats() Stats {
 // when ctx ends and an error only if the proxy cannot start.
 func (p *Proxy) Run(ctx context.Context) error {
 	if !p.running.CompareAndSwap(false, true) {
-		return ErrAlreadyRunning
+		return errAlreadyRunning
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

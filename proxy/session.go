@@ -104,7 +104,7 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	})
 	pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
 		if st == webrtc.PeerConnectionStateFailed || st == webrtc.PeerConnectionStateClosed {
-			sess.stop(ErrPeerConnectionFailed)
+			sess.stop(errPeerConnectionFailed)
 		}
 	})
 
@@ -130,7 +130,7 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	case ch = <-opened:
 		t.Stop()
 	case <-t.C:
-		return FailDataChannel, ErrDataChannelTimeout
+		return FailDataChannel, errDataChannelTimeout
 	case <-sess.done:
 		t.Stop()
 		return FailDataChannel, sess.cause()
@@ -317,7 +317,7 @@ func (p *Proxy) copyLargeMessage(rwc datachannel.ReadWriteCloserDeadliner, ws *w
 	defer p.largeBufs.Put(bp)
 	n, err := rwc.Read(*bp)
 	if errors.Is(err, io.ErrShortBuffer) {
-		return ErrMessageTooLarge
+		return errMessageTooLarge
 	}
 	if err != nil {
 		return err

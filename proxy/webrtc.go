@@ -77,11 +77,11 @@ func (p *Proxy) localDescription(ctx context.Context, pc *webrtc.PeerConnection,
 	local, err := webrtcnet.LocalDescription(ctx, pc, typ, timeout, stripLocal)
 	switch {
 	case errors.Is(err, webrtcnet.ErrNoLocalDescription):
-		return "", ErrPeerConnectionFailed
+		return "", errPeerConnectionFailed
 	case err != nil:
 		return "", err
 	case !local.AnyCandidate:
-		return "", ErrNoCandidates
+		return "", errNoCandidates
 	case !strings.Contains(local.SDP, "a=candidate:"):
 		// Brokers (Snowflake's and ours) refuse an answer without a
 		// candidate, so one whose candidates were all local is not sent.

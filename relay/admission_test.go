@@ -67,13 +67,8 @@ func clientFirstPacket(tb testing.TB, data []byte) []byte {
 		tb.Fatal(err)
 	}
 	defer conn.Close()
-	//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
-	conn.SetStreamMode(true)
-	conn.SetWindowSize(kcpWindow, kcpWindow)
-	conn.SetNoDelay(0, 0, 0, 1)
-	conf := smux.DefaultConfig()
-	conf.Version = smuxVersion
-	sess, err := smux.Client(conn, conf)
+	turbotunnel.ConfigureKCP(conn)
+	sess, err := smux.Client(conn, turbotunnel.ClientSmuxConfig())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -108,7 +103,7 @@ func kcpSegment(conv uint32, cmd byte, sn uint32, data []byte) []byte {
 // nopPacket is a packet that passes the relay's first-packet check but
 // opens no stream: KCP push sn 0 carrying a smux NOP frame.
 func nopPacket(conv uint32) []byte {
-	return kcpSegment(conv, kcpCmdPush, 0, []byte{smuxVersion, 3, 0, 0, 0, 0, 0, 0})
+	return kcpSegment(conv, kcpCmdPush, 0, []byte{turbotunnel.SmuxVersion, 3, 0, 0, 0, 0, 0, 0})
 }
 
 func TestOpensSession(t *testing.T) {
@@ -126,9 +121,9 @@ func TestOpensSession(t *testing.T) {
 		{"ack then push", append(ack, nopPacket(7)...), true},
 		{"24 zero bytes", make([]byte, 24), false},
 		{"empty push", kcpSegment(7, kcpCmdPush, 0, nil), false},
-		{"push sn 1", kcpSegment(7, kcpCmdPush, 1, []byte{smuxVersion, 0, 0, 0}), false},
+		{"push sn 1", kcpSegment(7, kcpCmdPush, 1, []byte{turbotunnel.SmuxVersion, 0, 0, 0}), false},
 		{"ack only", ack, false},
-		{"bad command", kcpSegment(7, 80, 0, []byte{smuxVersion}), false},
+		{"bad command", kcpSegment(7, 80, 0, []byte{turbotunnel.SmuxVersion}), false},
 		{"smux version 1", kcpSegment(7, kcpCmdPush, 0, []byte{1, 0, 0, 0}), false},
 		{"two conversations", append(kcpSegment(8, 82, 0, nil), nopPacket(7)...), false},
 		{"trailing bytes", append(nopPacket(7), 1, 2, 3), false},

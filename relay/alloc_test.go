@@ -47,7 +47,7 @@ func newAllocHarness(tb testing.TB) *allocHarness {
 	// Only this test's goroutine touches r.shards until the carrier starts
 	// and after it has ended.
 	kcpShards := r.shards
-	pconn := turbotunnel.NewQueuePacketConn(shardAddr(0), r.cfg.ClientTimeout, kcpMTU)
+	pconn := turbotunnel.NewQueuePacketConn(shardAddr(0), r.cfg.ClientTimeout, turbotunnel.MTU)
 	r.shards = []*shard{{pconn: pconn}}
 	tb.Cleanup(func() {
 		r.shards = kcpShards
@@ -105,7 +105,7 @@ func newAllocHarness(tb testing.TB) *allocHarness {
 	if _, err := h.peer.Write(appendMaskedFrame(nil, hello)); err != nil {
 		tb.Fatal(err)
 	}
-	_, addr, err := pconn.ReadFrom(make([]byte, kcpMTU))
+	_, addr, err := pconn.ReadFrom(make([]byte, turbotunnel.MTU))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -207,11 +207,11 @@ func TestCarrierAllocsPerPacket(t *testing.T) {
 		// floor.
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
-	for _, size := range []int{24, kcpMTU} { // an ACK-only KCP packet, a full one
+	for _, size := range []int{24, turbotunnel.MTU} { // an ACK-only KCP packet, a full one
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			h := newAllocHarness(t)
 			pkt := testPayload(size)
-			buf := make([]byte, kcpMTU)
+			buf := make([]byte, turbotunnel.MTU)
 
 			// readPacket reads a packet as kcp-go's Listener does: ReadFrom,
 			// then a look-up of the packet's session by addr.String().

@@ -249,7 +249,7 @@ func (p *backendPool) failed(b *backend, err error) {
 	b.retryAt = time.Now().Add(backoff)
 	b.mu.Unlock()
 	if wasUp {
-		p.log.Warn("backend down", "backend", b.cfg.Name, "error", err, "retry_in", backoff)
+		p.log.Warn("backend down", "backend", b.cfg.Name, "err", err, "retry_in", backoff)
 	}
 	select {
 	case b.kick <- struct{}{}:

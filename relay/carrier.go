@@ -17,7 +17,7 @@ import (
 const (
 	// maxPacketSize is the largest KCP packet a carrier accepts; longer
 	// ones are truncated, as in Snowflake (KCP's MTU is 1400).
-	maxPacketSize = kcpMTU
+	maxPacketSize = turbotunnel.MTU
 	// maxMessageSize bounds a WebSocket message built from a batch of
 	// outgoing packets. With gorilla's 4 KiB pooled write buffer (14 bytes
 	// of which are the frame header), a batch still goes out in gorilla's
@@ -119,7 +119,7 @@ func (c *carrier) serve() {
 		<-c.writerDone
 	}
 	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && err != errSessionRefused { // readLoop always ends with an error
-		c.r.log.Debug("carrier ended", "error", err)
+		c.r.log.Debug("carrier ended", "err", err)
 	}
 }
 
@@ -154,7 +154,7 @@ func (c *carrier) handshake() bool {
 			c.r.log.Debug("carrier handshake timed out", "bytes", n)
 		default:
 			c.r.stats.fail(failError)
-			c.r.log.Debug("carrier handshake failed", "error", err)
+			c.r.log.Debug("carrier handshake failed", "err", err)
 		}
 		return false
 	}

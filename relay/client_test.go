@@ -188,15 +188,8 @@ func newTestClient(tb testing.TB, pconn *testPacketConn) *testClient {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
-	conn.SetStreamMode(true)
-	conn.SetWindowSize(65535, 65535)
-	conn.SetNoDelay(0, 0, 0, 1)
-	conf := smux.DefaultConfig()
-	conf.Version = 2
-	conf.KeepAliveTimeout = 10 * time.Minute
-	conf.MaxStreamBuffer = 1 << 20
-	sess, err := smux.Client(conn, conf)
+	turbotunnel.ConfigureKCP(conn)
+	sess, err := smux.Client(conn, turbotunnel.ClientSmuxConfig())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -36,16 +36,6 @@ const (
 	DefaultClientTimeout = time.Minute
 )
 
-// Turbotunnel parameters that must match Snowflake's client
-// (docs/design.md, "Byte layers").
-const (
-	kcpMTU               = 1400
-	kcpWindow            = 65535
-	smuxVersion          = 2
-	smuxKeepAliveTimeout = 4 * time.Minute
-	smuxMaxStreamBuffer  = 1 << 20
-)
-
 // Config configures a Relay. The zero value listens on DefaultListenAddr
 // without TLS but has no forwarding target: set ForwardAddr, Backends or
 // Dial.

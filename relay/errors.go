@@ -10,9 +10,6 @@ var (
 	// ErrInvalidConfig is returned (wrapped) by New for a Config value out of
 	// range.
 	ErrInvalidConfig = errors.New("relay: invalid config")
-	// ErrBadToken means a carrier did not start with the turbotunnel token
-	// (for example a pre-turbotunnel Snowflake client).
-	ErrBadToken = errors.New("relay: carrier does not start with the turbotunnel token")
 	// ErrClosed is returned by Serve and Run after Close.
 	ErrClosed = errors.New("relay: closed")
 )

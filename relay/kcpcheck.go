@@ -1,6 +1,10 @@
 package relay
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/flurrypt/flurry/common/turbotunnel"
+)
 
 // KCP segment layout (kcp-go, little-endian): conv u32 | cmd u8 | frg u8 |
 // wnd u16 | ts u32 | sn u32 | una u32 | len u32 | data[len].
@@ -33,7 +37,7 @@ func opensSession(p []byte) bool {
 			return false
 		}
 		data := p[kcpHeaderLen : kcpHeaderLen+int(n)]
-		if cmd == kcpCmdPush && sn == 0 && n > 0 && data[0] == smuxVersion {
+		if cmd == kcpCmdPush && sn == 0 && n > 0 && data[0] == turbotunnel.SmuxVersion {
 			opens = true
 		}
 		p = p[kcpHeaderLen+int(n):]

@@ -126,9 +126,6 @@ func (r *Relay) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{})
 }
 
-// Registry returns the relay's own Prometheus registry.
-func (r *Relay) Registry() *prometheus.Registry { return r.registry }
-
 func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	if r.cfg.Path != "" && req.URL.Path != r.cfg.Path {
 		r.stats.rejectedPath.Add(1)
@@ -151,7 +148,7 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		r.releaseConn()
 		r.adm.removeCarrier(peer)
 		r.stats.fail(failUpgrade)
-		r.log.Debug("websocket upgrade failed", "error", err)
+		r.log.Debug("websocket upgrade failed", "err", err)
 		return
 	}
 	c := newCarrier(r, websocketconn.New(ws), parseClientIP(req.URL.Query().Get("client_ip")))
@@ -382,7 +379,7 @@ func (r *Relay) ServeMetrics(stop <-chan struct{}, ln net.Listener) {
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		r.log.Warn("metrics server stopped", "error", err)
+		r.log.Warn("metrics server stopped", "err", err)
 		return
 	case <-stop:
 	}

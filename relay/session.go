@@ -32,7 +32,7 @@ type shard struct {
 }
 
 func newShard(r *Relay, i int) (*shard, error) {
-	pconn := turbotunnel.NewQueuePacketConn(shardAddr(i), r.cfg.ClientTimeout, kcpMTU)
+	pconn := turbotunnel.NewQueuePacketConn(shardAddr(i), r.cfg.ClientTimeout, turbotunnel.MTU)
 	ln, err := kcp.ServeConn(nil, 0, 0, pconn)
 	if err != nil {
 		pconn.Close()
@@ -59,7 +59,7 @@ func (s *shard) acceptLoop(r *Relay) {
 			select {
 			case <-r.closing:
 			default:
-				r.log.Warn("kcp accept stopped", "error", err)
+				r.log.Warn("kcp accept stopped", "err", err)
 			}
 			return
 		}
@@ -68,12 +68,7 @@ func (s *shard) acceptLoop(r *Relay) {
 			conn.Close()
 			continue
 		}
-		// Snowflake's client parameters (docs/design.md, "Byte layers"), which
-		// both ends must share.
-		//lint:ignore SA1019 stream mode is part of Snowflake's KCP parameters (kcp-go marks it deprecated but keeps it)
-		conn.SetStreamMode(true)
-		conn.SetWindowSize(kcpWindow, kcpWindow)
-		conn.SetNoDelay(0, 0, 0, 1)
+		turbotunnel.ConfigureKCP(conn)
 		if !r.sessionRoom() {
 			// Admitted carriers raced past the cap.
 			r.stats.refuse(refuseGlobal)
@@ -128,13 +123,9 @@ func (s *session) serve(r *Relay, addr netip.Addr) {
 	r.stats.sessionsActive.Add(1)
 	defer r.stats.sessionsActive.Add(-1)
 
-	conf := smux.DefaultConfig()
-	conf.Version = smuxVersion
-	conf.KeepAliveTimeout = smuxKeepAliveTimeout
-	conf.MaxStreamBuffer = smuxMaxStreamBuffer
-	m, err := smux.Server(s.kcp, conf)
+	m, err := smux.Server(s.kcp, turbotunnel.RelaySmuxConfig())
 	if err != nil {
-		r.log.Warn("smux server", "error", err)
+		r.log.Warn("smux server", "err", err)
 		return
 	}
 	s.mu.Lock()
@@ -189,7 +180,7 @@ func (r *Relay) forward(stream *smux.Stream, addr netip.Addr) {
 	cancel()
 	if err != nil {
 		r.stats.dialFailures.Add(1)
-		r.log.Warn("cannot reach target", "error", err)
+		r.log.Warn("cannot reach target", "err", err)
 		return
 	}
 	defer target.Close()

@@ -22,7 +22,7 @@ func syntheticTable(tb testing.TB) *Table {
 		fmt.Fprintf(&v6, "2%03x:%x::,2%03x:%x:ffff:ffff:ffff:ffff:ffff:ffff,%s\n",
 			i>>16, i&0xffff, i>>16, i&0xffff, codes[i%len(codes)])
 	}
-	tab, err := Parse(strings.NewReader(v4.String()), strings.NewReader(v6.String()))
+	tab, err := parseReaders(strings.NewReader(v4.String()), strings.NewReader(v6.String()))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Sentinel errors. Load and Parse wrap them, naming the file (and, for
+// Sentinel errors. Load wraps them, naming the file (and, for
 // problems with one line, the line in a *LineError).
 var (
 	// ErrNoFile is returned when neither an IPv4 nor an IPv6 source is given.

@@ -55,7 +55,7 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		// Parse gives the same verdict.
-		if _, err := Parse(bytes.NewReader(v4), bytes.NewReader(v6)); err != nil {
+		if _, err := parseReaders(bytes.NewReader(v4), bytes.NewReader(v6)); err != nil {
 			t.Fatalf("parseRaw accepted, Parse = %v", err)
 		}
 	})

@@ -51,27 +51,6 @@ func (p *parser) parseFile(path string, v6 bool) error {
 	return p.parse(file, path, v6)
 }
 
-// Parse is Load for readers: v4 in tor's IPv4 format, v6 in tor's IPv6
-// format. Either may be nil to skip that family, not both. Errors name the
-// input "ipv4" or "ipv6".
-func Parse(v4, v6 io.Reader) (*Table, error) {
-	if v4 == nil && v6 == nil {
-		return nil, ErrNoFile
-	}
-	p := newParser()
-	if v4 != nil {
-		if err := p.parse(v4, "ipv4", false); err != nil {
-			return nil, err
-		}
-	}
-	if v6 != nil {
-		if err := p.parse(v6, "ipv6", true); err != nil {
-			return nil, err
-		}
-	}
-	return p.table(), nil
-}
-
 // rawRange is one line of a file, as parsed.
 type rawRange struct {
 	lo, hi  uint128

@@ -109,13 +109,13 @@ func TestParseLineErrors(t *testing.T) {
 			if tt.v6 {
 				v4, v6, name = nil, r, "ipv6"
 			}
-			_, err := Parse(v4, v6)
+			_, err := parseReaders(v4, v6)
 			if !errors.Is(err, tt.want) {
-				t.Fatalf("Parse(%q) = %v; want %v", tt.text, err, tt.want)
+				t.Fatalf("parseReaders(%q) = %v; want %v", tt.text, err, tt.want)
 			}
 			var le *LineError
 			if !errors.As(err, &le) || le.Line != 3 || le.File != name {
-				t.Fatalf("Parse(%q) = %v; want a *LineError at %s:3", tt.text, err, name)
+				t.Fatalf("parseReaders(%q) = %v; want a *LineError at %s:3", tt.text, err, name)
 			}
 		})
 	}
@@ -155,15 +155,15 @@ func TestParseAccepts(t *testing.T) {
 }
 
 func TestParseNoInput(t *testing.T) {
-	if _, err := Parse(nil, nil); !errors.Is(err, ErrNoFile) {
-		t.Errorf("Parse(nil, nil) = %v; want ErrNoFile", err)
+	if _, err := parseReaders(nil, nil); !errors.Is(err, ErrNoFile) {
+		t.Errorf("parseReaders(nil, nil) = %v; want ErrNoFile", err)
 	}
 	if _, err := Load("", ""); !errors.Is(err, ErrNoFile) {
 		t.Errorf(`Load("", "") = %v; want ErrNoFile`, err)
 	}
 	for _, text := range []string{"", "\n\n", "# only a comment\n"} {
-		if _, err := Parse(strings.NewReader(text), nil); !errors.Is(err, ErrEmpty) {
-			t.Errorf("Parse(%q) = %v; want ErrEmpty", text, err)
+		if _, err := parseReaders(strings.NewReader(text), nil); !errors.Is(err, ErrEmpty) {
+			t.Errorf("parseReaders(%q) = %v; want ErrEmpty", text, err)
 		}
 	}
 }
@@ -187,7 +187,7 @@ func (e *endless) Read(b []byte) (int, error) {
 func TestParseLimits(t *testing.T) {
 	t.Run("line too long", func(t *testing.T) {
 		text := "1,2,US\n#" + strings.Repeat("x", maxLineLen) + "\n3,4,US\n"
-		_, err := Parse(strings.NewReader(text), nil)
+		_, err := parseReaders(strings.NewReader(text), nil)
 		var le *LineError
 		if !errors.Is(err, ErrLineTooLong) || !errors.As(err, &le) || le.Line != 2 {
 			t.Fatalf("Parse = %v; want ErrLineTooLong at line 2", err)
@@ -195,15 +195,15 @@ func TestParseLimits(t *testing.T) {
 	})
 	t.Run("longest line", func(t *testing.T) {
 		text := "1,2,US\n#" + strings.Repeat("x", maxLineLen-1) + "\n3,4,US\n"
-		if _, err := Parse(strings.NewReader(text), nil); err != nil {
+		if _, err := parseReaders(strings.NewReader(text), nil); err != nil {
 			t.Fatalf("Parse = %v; want nil", err)
 		}
 	})
 	t.Run("default file size", func(t *testing.T) {
 		// An endless file of comments hits the 64 MiB limit.
-		_, err := Parse(&endless{line: "# " + strings.Repeat("x", 1000) + "\n"}, nil)
+		_, err := parseReaders(&endless{line: "# " + strings.Repeat("x", 1000) + "\n"}, nil)
 		if !errors.Is(err, ErrTooLarge) {
-			t.Fatalf("Parse(endless) = %v; want ErrTooLarge", err)
+			t.Fatalf("parseReaders(endless) = %v; want ErrTooLarge", err)
 		}
 	})
 	t.Run("file size", func(t *testing.T) {
@@ -253,11 +253,32 @@ func TestOverlapErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse(strings.NewReader(tt.text), nil)
+			_, err := parseReaders(strings.NewReader(tt.text), nil)
 			var le *LineError
 			if !errors.Is(err, ErrOverlap) || !errors.As(err, &le) || le.Line != tt.line {
-				t.Fatalf("Parse(%q) = %v; want ErrOverlap at line %d", tt.text, err, tt.line)
+				t.Fatalf("parseReaders(%q) = %v; want ErrOverlap at line %d", tt.text, err, tt.line)
 			}
 		})
 	}
+}
+
+// parseReaders is Load for readers: v4 in tor's IPv4 format, v6 in tor's IPv6
+// format. Either may be nil to skip that family, not both. Errors name the
+// input "ipv4" or "ipv6".
+func parseReaders(v4, v6 io.Reader) (*Table, error) {
+	if v4 == nil && v6 == nil {
+		return nil, ErrNoFile
+	}
+	p := newParser()
+	if v4 != nil {
+		if err := p.parse(v4, "ipv4", false); err != nil {
+			return nil, err
+		}
+	}
+	if v6 != nil {
+		if err := p.parse(v6, "ipv6", true); err != nil {
+			return nil, err
+		}
+	}
+	return p.table(), nil
 }

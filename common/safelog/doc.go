@@ -1,11 +1,11 @@
 // Package safelog removes IP addresses from log output.
 //
 // Scrub replaces every IPv4 and IPv6 address in a string by "[scrubbed]".
-// NewWriter wraps an io.Writer (for the log package or a slog text/JSON
-// handler's output) and NewHandler wraps a slog.Handler; flurry binaries use
-// one of them for every log line unless -unsafe-logging is given. This is the
-// equivalent of Snowflake's ptutil/safelog (spec section 6.1), written as a
-// linear-time scanner instead of regular expressions.
+// NewHandler wraps a slog.Handler so that every message and attribute it
+// passes on is scrubbed; flurry binaries use it for every log line unless
+// -unsafe-logging is given. This is the equivalent of Snowflake's
+// ptutil/safelog, written as a linear-time scanner instead of regular
+// expressions.
 //
 // # What is an address
 //

@@ -15,8 +15,8 @@ var scrubSeeds = []string{
 }
 
 // FuzzScrub checks that Scrub never panics, is idempotent (its output holds
-// no address it would scrub), agrees with the []byte scanner the Writer uses,
-// and leaves text without digits or colons alone.
+// no address it would scrub), agrees with the []byte scanner the handler
+// uses for byte slices, and leaves text without digits or colons alone.
 func FuzzScrub(f *testing.F) {
 	for _, s := range scrubSeeds {
 		f.Add(s)

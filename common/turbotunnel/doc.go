@@ -28,20 +28,17 @@
 // Idle clients' queues expire. All queues are bounded: a full queue drops the
 // packet and counts it ([QueuePacketConn.Stats]); KCP retransmits.
 //
-// # Client side: RedialPacketConn
+// # Parameters
 //
-// [RedialPacketConn] is the client side as Snowflake's client has it: a
-// net.PacketConn that dials a new carrier whenever the current one fails,
-// one carrier at a time. Flurry's own client has outgrown it: it runs KCP
-// over client/internal/multipath, which sends over every connected proxy at
-// once and drops silent ones. RedialPacketConn stays here, tested, for
-// embedders and tools that want Snowflake's one-at-a-time behaviour over
-// carriers of their own.
+// Both ends of a session must configure KCP and smux alike. [ConfigureKCP],
+// [ClientSmuxConfig] and [RelaySmuxConfig] apply Snowflake's values (the
+// constants in params.go, each with its reason); Flurry's client, relay and
+// load generator use them and nothing else.
 //
 // # Buffers
 //
-// Packets live in MTU-sized buffers from a pool. Both conns copy what they
-// are given, so callers (and kcp-go, which reuses the slice it passes to
+// Packets live in MTU-sized buffers from a pool. A QueuePacketConn copies
+// the packets it is given, so callers (and kcp-go, which reuses the slice it passes to
 // WriteTo: Snowflake issue 40260) may reuse their slices at once. A slice
 // received from an OutgoingQueue belongs to the receiver, who gives it back
 // with [QueuePacketConn.Restore] once written, exactly once, and never

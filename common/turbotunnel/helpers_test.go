@@ -41,21 +41,13 @@ type memCarrier struct {
 	toA, toB chan []byte
 	dead     chan struct{}
 	once     sync.Once
-	// killAfterA, if positive, kills the carrier when end A writes its
-	// killAfterA-th packet, which is lost (guarded by aMu).
-	killAfterA int
-	aWrites    int
-	aMu        sync.Mutex
 }
 
-func newMemCarrier() *memCarrier { return newMemCarrierSize(64) }
-
-// newMemCarrierSize returns a carrier buffering size packets each way (0: a
-// write returns only once the other end has read the packet).
-func newMemCarrierSize(size int) *memCarrier {
+// newMemCarrier returns a carrier buffering 64 packets each way.
+func newMemCarrier() *memCarrier {
 	return &memCarrier{
-		toA:  make(chan []byte, size),
-		toB:  make(chan []byte, size),
+		toA:  make(chan []byte, 64),
+		toB:  make(chan []byte, 64),
 		dead: make(chan struct{}),
 	}
 }
@@ -66,7 +58,7 @@ func (m *memCarrier) kill() { m.once.Do(func() { close(m.dead) }) }
 func (m *memCarrier) endA() *memEnd { return &memEnd{m: m, in: m.toA, out: m.toB, addr: intAddr(1)} }
 func (m *memCarrier) endB() *memEnd { return &memEnd{m: m, in: m.toB, out: m.toA, addr: intAddr(2)} }
 
-// memEnd is one endpoint of a memCarrier, a net.PacketConn.
+// memEnd is one endpoint of a memCarrier.
 type memEnd struct {
 	m    *memCarrier
 	in   <-chan []byte
@@ -84,14 +76,6 @@ func (e *memEnd) ReadFrom(p []byte) (int, net.Addr, error) {
 }
 
 func (e *memEnd) WriteTo(p []byte, _ net.Addr) (int, error) {
-	if e.out == e.m.toB {
-		e.m.aMu.Lock()
-		e.m.aWrites++
-		if e.m.aWrites == e.m.killAfterA {
-			e.m.kill()
-		}
-		e.m.aMu.Unlock()
-	}
 	b := append([]byte(nil), p...)
 	select {
 	case <-e.m.dead:
@@ -101,11 +85,7 @@ func (e *memEnd) WriteTo(p []byte, _ net.Addr) (int, error) {
 	}
 }
 
-func (e *memEnd) Close() error                     { e.m.kill(); return nil }
-func (e *memEnd) LocalAddr() net.Addr              { return e.addr }
-func (e *memEnd) SetDeadline(time.Time) error      { return nil }
-func (e *memEnd) SetReadDeadline(time.Time) error  { return nil }
-func (e *memEnd) SetWriteDeadline(time.Time) error { return nil }
+func (e *memEnd) Close() error { e.m.kill(); return nil }
 
 // relayCarrier serves one carrier end for a QueuePacketConn, as the relay
 // serves one WebSocket: packets read go to QueueIncoming with id, packets of

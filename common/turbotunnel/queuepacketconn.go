@@ -16,10 +16,6 @@ const (
 	// (Snowflake's value).
 	QueueSize = 512
 
-	// DefaultMTU is the MTU a QueuePacketConn uses when given mtu <= 0:
-	// the KCP MTU Snowflake configures.
-	DefaultMTU = 1400
-
 	// DefaultClientTimeout is how long a QueuePacketConn keeps an idle
 	// client's outgoing queue when given timeout <= 0 (Snowflake's
 	// clientMapTimeout).
@@ -98,14 +94,14 @@ type QueuePacketConn struct {
 
 // NewQueuePacketConn returns a QueuePacketConn with the given local address
 // (returned by LocalAddr), idle-client timeout (DefaultClientTimeout when
-// <= 0) and MTU (DefaultMTU when <= 0). It starts one goroutine, which Close
+// <= 0) and MTU (MTU when <= 0). It starts one goroutine, which Close
 // stops.
 func NewQueuePacketConn(localAddr net.Addr, timeout time.Duration, mtu int) *QueuePacketConn {
 	if timeout <= 0 {
 		timeout = DefaultClientTimeout
 	}
 	if mtu <= 0 {
-		mtu = DefaultMTU
+		mtu = MTU
 	}
 	c := &QueuePacketConn{
 		localAddr:    localAddr,

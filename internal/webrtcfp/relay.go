@@ -134,9 +134,9 @@ func (r *Relay) Datagrams() []Datagram {
 	return append([]Datagram(nil), r.log...)
 }
 
-// ErrNoCandidate: a session description without a UDP host candidate on
+// errNoCandidate: a session description without a UDP host candidate on
 // the relay's peer address.
-var ErrNoCandidate = errors.New("no UDP host candidate on the relay's peer address")
+var errNoCandidate = errors.New("no UDP host candidate on the relay's peer address")
 
 // Rewrite returns sdp, the session description side sent (plain SDP text),
 // with its first UDP host candidate on the peer address (127.0.0.1 or the
@@ -174,7 +174,7 @@ func (r *Relay) Rewrite(side Side, sdp string) (string, error) {
 		out = append(out, "a=candidate:"+strings.Join(f, " "))
 	}
 	if !found {
-		return "", fmt.Errorf("%v: %w", side, ErrNoCandidate)
+		return "", fmt.Errorf("%v: %w", side, errNoCandidate)
 	}
 	return strings.Join(out, eol), nil
 }

@@ -31,8 +31,8 @@ import (
 )
 
 var (
-	// ErrInvalid means a bridge list line is malformed.
-	ErrInvalid = errors.New("invalid bridge list")
+	// errInvalid means a bridge list line is malformed.
+	errInvalid = errors.New("invalid bridge list")
 	// ErrTooMany means the list has more than MaxBridges entries.
 	ErrTooMany = errors.New("too many bridges")
 )
@@ -79,7 +79,7 @@ func FromEntries(entries ...Entry) (*List, error) {
 		}
 	}
 	if len(l.bridges) == 0 {
-		return nil, fmt.Errorf("%w: no bridges", ErrInvalid)
+		return nil, fmt.Errorf("%w: no bridges", errInvalid)
 	}
 	return l, nil
 }
@@ -100,10 +100,10 @@ func Parse(r io.Reader) (*List, error) {
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&ln); err != nil {
-			return nil, fmt.Errorf("%w: line %d: %v", ErrInvalid, n, err)
+			return nil, fmt.Errorf("%w: line %d: %v", errInvalid, n, err)
 		}
 		if dec.More() {
-			return nil, fmt.Errorf("%w: line %d: more than one JSON object", ErrInvalid, n)
+			return nil, fmt.Errorf("%w: line %d: more than one JSON object", errInvalid, n)
 		}
 		b, err := parseEntry(ln)
 		if err != nil {
@@ -114,10 +114,10 @@ func Parse(r io.Reader) (*List, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", errInvalid, err)
 	}
 	if len(l.bridges) == 0 {
-		return nil, fmt.Errorf("%w: no bridges", ErrInvalid)
+		return nil, fmt.Errorf("%w: no bridges", errInvalid)
 	}
 	return l, nil
 }
@@ -129,13 +129,13 @@ func parseEntry(ln Entry) (Bridge, error) {
 	}
 	u, err := url.Parse(ln.WebSocketAddress)
 	if err != nil {
-		return Bridge{}, fmt.Errorf("%w: webSocketAddress: %v", ErrInvalid, err)
+		return Bridge{}, fmt.Errorf("%w: webSocketAddress: %v", errInvalid, err)
 	}
 	if u.Scheme != "ws" && u.Scheme != "wss" {
-		return Bridge{}, fmt.Errorf("%w: webSocketAddress %q: scheme must be ws or wss", ErrInvalid, ln.WebSocketAddress)
+		return Bridge{}, fmt.Errorf("%w: webSocketAddress %q: scheme must be ws or wss", errInvalid, ln.WebSocketAddress)
 	}
 	if u.Hostname() == "" {
-		return Bridge{}, fmt.Errorf("%w: webSocketAddress %q has no host", ErrInvalid, ln.WebSocketAddress)
+		return Bridge{}, fmt.Errorf("%w: webSocketAddress %q has no host", errInvalid, ln.WebSocketAddress)
 	}
 	return Bridge{
 		DisplayName:      ln.DisplayName,
@@ -149,7 +149,7 @@ func parseEntry(ln Entry) (Bridge, error) {
 func ParseFingerprint(s string) ([]byte, error) {
 	fp, err := hex.DecodeString(s)
 	if err != nil || (len(fp) != 20 && len(fp) != 32) {
-		return nil, fmt.Errorf("%w: fingerprint must be 40 or 64 hex digits", ErrInvalid)
+		return nil, fmt.Errorf("%w: fingerprint must be 40 or 64 hex digits", errInvalid)
 	}
 	return fp, nil
 }
@@ -160,7 +160,7 @@ func (l *List) add(b Bridge) error {
 	}
 	key := string(b.Fingerprint)
 	if _, dup := l.byFP[key]; dup {
-		return fmt.Errorf("%w: duplicate fingerprint %s", ErrInvalid, strings.ToUpper(hex.EncodeToString(b.Fingerprint)))
+		return fmt.Errorf("%w: duplicate fingerprint %s", errInvalid, strings.ToUpper(hex.EncodeToString(b.Fingerprint)))
 	}
 	l.byFP[key] = len(l.bridges)
 	l.bridges = append(l.bridges, b)

@@ -102,8 +102,8 @@ func TestFromEntries(t *testing.T) {
 		"https scheme":    {{Fingerprint: good.Fingerprint, WebSocketAddress: "https://a.example/"}},
 		"duplicate":       {good, good},
 	} {
-		if _, err := FromEntries(entries...); !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s: FromEntries = %v, want ErrInvalid", name, err)
+		if _, err := FromEntries(entries...); !errors.Is(err, errInvalid) {
+			t.Errorf("%s: FromEntries = %v, want errInvalid", name, err)
 		}
 	}
 }

@@ -72,11 +72,9 @@ const (
 
 // Errors of Rendezvous, besides the matcher's ErrNoProxies and ErrTimedOut.
 var (
-	// ErrInstance: Config.Instance is empty, too long or has characters
-	// outside [A-Za-z0-9._-].
-	ErrInstance = errors.New("cluster: invalid instance name")
-	// ErrNoURL: Config.URL is empty.
-	ErrNoURL = errors.New("cluster: no NATS URL")
+	// ErrInvalidConfig: Config.Instance is empty, too long or has
+	// characters outside [A-Za-z0-9._-], or Config.URL is empty.
+	ErrInvalidConfig = errors.New("invalid cluster config")
 )
 
 // Local is the instance's own broker, as the cluster sees it.
@@ -150,10 +148,10 @@ func ValidInstance(s string) bool {
 // clients are matched locally only) and it keeps trying.
 func Start(cfg Config) (*Cluster, error) {
 	if !ValidInstance(cfg.Instance) {
-		return nil, ErrInstance
+		return nil, fmt.Errorf("%w: instance name %q", ErrInvalidConfig, cfg.Instance)
 	}
 	if cfg.URL == "" {
-		return nil, ErrNoURL
+		return nil, fmt.Errorf("%w: no NATS URL", ErrInvalidConfig)
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -3,12 +3,10 @@ package stats
 import "errors"
 
 var (
-	// ErrInvalidInterval is returned by New for a negative Config.Interval
-	// or one shorter than a second (the descriptor states it in seconds).
-	ErrInvalidInterval = errors.New("invalid metrics interval")
-	// ErrInvalidMaxProxyIPs is returned by New for a negative
+	// ErrInvalidConfig is returned by New for a Config.Interval shorter
+	// than a second (the descriptor states it in seconds) or a negative
 	// Config.MaxProxyIPs.
-	ErrInvalidMaxProxyIPs = errors.New("invalid maximum number of tracked proxy addresses")
+	ErrInvalidConfig = errors.New("invalid stats config")
 	// ErrMetricsLog is returned (wrapped with the cause) by New when the
 	// metrics log cannot be opened for appending.
 	ErrMetricsLog = errors.New("cannot open metrics log")

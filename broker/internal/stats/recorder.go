@@ -109,13 +109,13 @@ func New(cfg Config) (*Recorder, error) {
 		cfg.Interval = DefaultInterval
 	}
 	if cfg.Interval < time.Second {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidInterval, cfg.Interval)
+		return nil, fmt.Errorf("%w: metrics interval %v", ErrInvalidConfig, cfg.Interval)
 	}
 	if cfg.MaxProxyIPs == 0 {
 		cfg.MaxProxyIPs = DefaultMaxProxyIPs
 	}
 	if cfg.MaxProxyIPs < 0 {
-		return nil, fmt.Errorf("%w: %d", ErrInvalidMaxProxyIPs, cfg.MaxProxyIPs)
+		return nil, fmt.Errorf("%w: maximum number of tracked proxy addresses %d", ErrInvalidConfig, cfg.MaxProxyIPs)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

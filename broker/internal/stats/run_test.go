@@ -148,9 +148,9 @@ func TestNewErrors(t *testing.T) {
 		cfg  Config
 		want error
 	}{
-		{"negative interval", Config{Interval: -time.Hour}, ErrInvalidInterval},
-		{"sub-second interval", Config{Interval: time.Millisecond}, ErrInvalidInterval},
-		{"negative max IPs", Config{MaxProxyIPs: -1}, ErrInvalidMaxProxyIPs},
+		{"negative interval", Config{Interval: -time.Hour}, ErrInvalidConfig},
+		{"sub-second interval", Config{Interval: time.Millisecond}, ErrInvalidConfig},
+		{"negative max IPs", Config{MaxProxyIPs: -1}, ErrInvalidConfig},
 		{"unwritable metrics log", Config{MetricsLogPath: filepath.Join(t.TempDir(), "no", "such", "dir")}, ErrMetricsLog},
 	}
 	for _, tt := range tests {

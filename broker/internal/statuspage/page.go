@@ -68,13 +68,13 @@ type Page struct {
 // New returns a Page for cfg.
 func New(cfg Config) (*Page, error) {
 	if cfg.Stats == nil {
-		return nil, ErrNoStats
+		return nil, fmt.Errorf("%w: no stats recorder", ErrInvalidConfig)
 	}
 	if cfg.Refresh == 0 {
 		cfg.Refresh = DefaultRefresh
 	}
 	if cfg.Refresh < MinRefresh {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRefresh, cfg.Refresh)
+		return nil, fmt.Errorf("%w: refresh interval %v", ErrInvalidConfig, cfg.Refresh)
 	}
 	if cfg.Version == "" {
 		cfg.Version = buildVersion()

@@ -187,8 +187,8 @@ func TestNewErrors(t *testing.T) {
 		cfg  Config
 		want error
 	}{
-		{"no stats", Config{}, ErrNoStats},
-		{"refresh too short", Config{Stats: r, Refresh: time.Second}, ErrInvalidRefresh},
+		{"no stats", Config{}, ErrInvalidConfig},
+		{"refresh too short", Config{Stats: r, Refresh: time.Second}, ErrInvalidConfig},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := New(tt.cfg); !errors.Is(err, tt.want) {

@@ -2,5 +2,5 @@ package strikes
 
 import "errors"
 
-// ErrConfig means a Config field is out of range.
-var ErrConfig = errors.New("invalid strikes config")
+// ErrInvalidConfig means a Config field is out of range.
+var ErrInvalidConfig = errors.New("invalid strikes config")

@@ -58,10 +58,10 @@ func New(cfg Config) (*Table, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Period < 0 {
-		return nil, fmt.Errorf("%w: period %v is negative", ErrConfig, cfg.Period)
+		return nil, fmt.Errorf("%w: period %v is negative", ErrInvalidConfig, cfg.Period)
 	}
 	if cfg.MaxEntries < 0 {
-		return nil, fmt.Errorf("%w: max entries %d is negative", ErrConfig, cfg.MaxEntries)
+		return nil, fmt.Errorf("%w: max entries %d is negative", ErrInvalidConfig, cfg.MaxEntries)
 	}
 	return &Table{
 		seed:  maphash.MakeSeed(),

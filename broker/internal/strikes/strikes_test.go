@@ -209,8 +209,8 @@ func TestConfig(t *testing.T) {
 		"negative entries": {MaxEntries: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := New(cfg); !errors.Is(err, ErrConfig) {
-				t.Errorf("New = %v, want ErrConfig", err)
+			if _, err := New(cfg); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("New = %v, want ErrInvalidConfig", err)
 			}
 		})
 	}

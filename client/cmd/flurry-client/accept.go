@@ -40,12 +40,12 @@ func (s *server) acceptLoop(ctx context.Context, ln net.Listener, fatal func()) 
 				return
 			}
 			if !temporaryAcceptError(err) {
-				s.log.Error("SOCKS accept failed; exiting", "error", err)
+				s.log.Error("SOCKS accept failed; exiting", "err", err)
 				fatal()
 				return
 			}
 			if backoff == 0 {
-				s.log.Warn("SOCKS accept failed; retrying", "error", err)
+				s.log.Warn("SOCKS accept failed; retrying", "err", err)
 				backoff = acceptBackoffMin
 			} else {
 				backoff = min(2*backoff, acceptBackoffMax)

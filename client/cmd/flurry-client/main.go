@@ -420,12 +420,12 @@ func (s *server) handle(ctx context.Context, conn *pt.SocksConn) {
 	defer conn.Close()
 	c, release, err := s.bridges.acquire(conn.Req.Args)
 	if errors.Is(err, errTooManyBridges) || errors.Is(err, client.ErrClosed) {
-		s.log.Warn("SOCKS connection refused", "error", err)
+		s.log.Warn("SOCKS connection refused", "err", err)
 		_ = conn.Reject()
 		return
 	}
 	if err != nil {
-		s.log.Error("bad bridge arguments", "error", err)
+		s.log.Error("bad bridge arguments", "err", err)
 		if errors.Is(err, client.ErrNoRendezvous) {
 			s.log.Error("example bridge line: " + exampleBridgeLine)
 		}
@@ -437,7 +437,7 @@ func (s *server) handle(ctx context.Context, conn *pt.SocksConn) {
 	stream, err := c.Dial(dctx)
 	cancel()
 	if err != nil {
-		s.log.Warn("no proxy for SOCKS connection", "error", err)
+		s.log.Warn("no proxy for SOCKS connection", "err", err)
 		_ = conn.Reject()
 		return
 	}

@@ -3,8 +3,8 @@
 // (connected proxy) it currently has, and keeps working while carriers come
 // and go.
 //
-// Snowflake's client (and turbotunnel.RedialPacketConn) uses one carrier at
-// a time and dials the next only after the current one has failed. Here the
+// Snowflake's client uses one carrier at a time (its RedialPacketConn) and
+// dials the next only after the current one has failed. Here the
 // owner adds carriers whenever it has them, and each carrier runs one writer
 // goroutine that takes packets from a shared send queue and one reader
 // goroutine that puts what it receives on a shared receive queue:

@@ -507,6 +507,3 @@ func (c *Conn) SetWriteDeadline(time.Time) error { return nil }
 func (c *Conn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "multipath", Source: c.local, Addr: c.remote, Err: err}
 }
-
-// IsClosed reports whether err comes from a closed Conn.
-func IsClosed(err error) bool { return errors.Is(err, net.ErrClosed) }

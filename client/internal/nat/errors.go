@@ -6,9 +6,9 @@ import "errors"
 // an OTHER-ADDRESS (Snowflake: "NAT discovery feature not supported").
 var ErrNoRFC5780 = errors.New("NAT discovery feature not supported")
 
-// ErrNoMappedAddress is returned by Probe when a reply carries no mapped
+// errNoMappedAddress is returned by Probe when a reply carries no mapped
 // address.
-var ErrNoMappedAddress = errors.New("no mapped address in STUN reply")
+var errNoMappedAddress = errors.New("no mapped address in STUN reply")
 
 // ErrNoServers is returned by Detect when it has no STUN server to ask.
 var ErrNoServers = errors.New("no STUN server")

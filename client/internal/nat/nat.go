@@ -205,7 +205,7 @@ func mappedAddress(m *stun.Message) (*net.UDPAddr, error) {
 	if err := plain.GetFrom(m); err == nil {
 		return &net.UDPAddr{IP: plain.IP, Port: plain.Port}, nil
 	}
-	return nil, ErrNoMappedAddress
+	return nil, errNoMappedAddress
 }
 
 func hostOf(hostport string) string {

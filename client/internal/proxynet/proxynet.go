@@ -126,7 +126,7 @@ func (n *Net) associate(network string) (*socks5udp.PacketConn, error) {
 	defer cancel()
 	pc, err := n.socks.Associate(ctx)
 	if err != nil {
-		n.log.Debug("SOCKS5 UDP ASSOCIATE failed", "error", err)
+		n.log.Debug("SOCKS5 UDP ASSOCIATE failed", "err", err)
 		return nil, err
 	}
 	return pc, nil

@@ -5,8 +5,8 @@ import "errors"
 // Errors of Associate and of PacketConn. They are wrapped with details; match
 // them with errors.Is.
 var (
-	// ErrConfig: an invalid Config (address, username or password).
-	ErrConfig = errors.New("invalid SOCKS5 configuration")
+	// ErrInvalidConfig: an invalid Config (address, username or password).
+	ErrInvalidConfig = errors.New("invalid SOCKS5 configuration")
 	// ErrProtocol: the proxy answered something that is not SOCKS5.
 	ErrProtocol = errors.New("SOCKS5 protocol error")
 	// ErrNoAcceptableAuth: the proxy accepts none of the offered

@@ -50,22 +50,22 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	host, port, err := net.SplitHostPort(cfg.ProxyAddr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: proxy address: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: proxy address: %w", ErrInvalidConfig, err)
 	}
 	if host == "" {
-		return nil, fmt.Errorf("%w: proxy address has no host", ErrConfig)
+		return nil, fmt.Errorf("%w: proxy address has no host", ErrInvalidConfig)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return nil, fmt.Errorf("%w: proxy port %q", ErrConfig, port)
+		return nil, fmt.Errorf("%w: proxy port %q", ErrInvalidConfig, port)
 	}
 	if len(cfg.Username) > maxCredentialLen || len(cfg.Password) > maxCredentialLen {
-		return nil, fmt.Errorf("%w: username and password are at most %d bytes", ErrConfig, maxCredentialLen)
+		return nil, fmt.Errorf("%w: username and password are at most %d bytes", ErrInvalidConfig, maxCredentialLen)
 	}
 	if cfg.Username == "" && cfg.Password != "" {
-		return nil, fmt.Errorf("%w: password without a username", ErrConfig)
+		return nil, fmt.Errorf("%w: password without a username", ErrInvalidConfig)
 	}
 	if cfg.HandshakeTimeout < 0 {
-		return nil, fmt.Errorf("%w: negative handshake timeout", ErrConfig)
+		return nil, fmt.Errorf("%w: negative handshake timeout", ErrInvalidConfig)
 	}
 	if cfg.HandshakeTimeout == 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout

@@ -280,8 +280,8 @@ func TestNewRejects(t *testing.T) {
 		{ProxyAddr: "127.0.0.1:1080", Password: "p"},
 		{ProxyAddr: "127.0.0.1:1080", HandshakeTimeout: -1},
 	} {
-		if _, err := socks5udp.New(cfg); !errors.Is(err, socks5udp.ErrConfig) {
-			t.Errorf("New(%+v) = %v, want ErrConfig", cfg, err)
+		if _, err := socks5udp.New(cfg); !errors.Is(err, socks5udp.ErrInvalidConfig) {
+			t.Errorf("New(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
 }

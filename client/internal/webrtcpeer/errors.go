@@ -5,19 +5,19 @@ import "errors"
 // Reasons a connection attempt fails or a Peer dies; Peer.Err and the errors
 // of Dialer.Connect match them with errors.Is.
 var (
-	// ErrOpenTimeout: the DataChannel did not open in time after the answer.
-	ErrOpenTimeout = errors.New("data channel did not open in time")
-	// ErrConnectionFailed: ICE or DTLS failed before the DataChannel opened.
-	ErrConnectionFailed = errors.New("peer connection failed")
+	// errOpenTimeout: the DataChannel did not open in time after the answer.
+	errOpenTimeout = errors.New("data channel did not open in time")
+	// errConnectionFailed: ICE or DTLS failed before the DataChannel opened.
+	errConnectionFailed = errors.New("peer connection failed")
 	// ErrClosed: the DataChannel or PeerConnection was closed.
 	ErrClosed = errors.New("data channel closed")
-	// ErrDisconnected: ICE heard nothing from the proxy for the dead-peer
+	// errDisconnected: ICE heard nothing from the proxy for the dead-peer
 	// timeout.
-	ErrDisconnected = errors.New("proxy unreachable")
+	errDisconnected = errors.New("proxy unreachable")
 	// ErrIdle: no data arrived for the idle timeout.
 	ErrIdle = errors.New("no data from proxy")
-	// ErrMessageTooLarge: the proxy sent a message larger than a Peer reads.
-	ErrMessageTooLarge = errors.New("data channel message too large")
+	// errMessageTooLarge: the proxy sent a message larger than a Peer reads.
+	errMessageTooLarge = errors.New("data channel message too large")
 	// ErrBadAnswer: the negotiation returned an unusable answer.
 	ErrBadAnswer = errors.New("invalid answer")
 	// ErrICEServer: an ICE server URL that is not stun:host[:port].

@@ -221,9 +221,9 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		p.log.Debug("ICE connection state", "state", s.String())
 		switch s {
 		case webrtc.ICEConnectionStateDisconnected:
-			p.die(ErrDisconnected)
+			p.die(errDisconnected)
 		case webrtc.ICEConnectionStateFailed:
-			p.die(ErrConnectionFailed)
+			p.die(errConnectionFailed)
 		case webrtc.ICEConnectionStateClosed:
 			p.die(ErrClosed)
 		}
@@ -232,7 +232,7 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		p.log.Debug("peer connection state", "state", s.String())
 		switch s {
 		case webrtc.PeerConnectionStateFailed:
-			p.die(ErrConnectionFailed)
+			p.die(errConnectionFailed)
 		case webrtc.PeerConnectionStateClosed:
 			p.die(ErrClosed)
 		}
@@ -279,7 +279,7 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		p.dc = raw
 		p.mu.Unlock()
 	case <-openTimer.C:
-		return nil, ErrOpenTimeout
+		return nil, errOpenTimeout
 	case <-p.dead:
 		return nil, p.Err()
 	case <-ctx.Done():
@@ -433,7 +433,7 @@ func (p *Peer) readError(err error) error {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		p.die(ErrIdle)
 	case errors.Is(err, io.ErrShortBuffer):
-		p.die(ErrMessageTooLarge)
+		p.die(errMessageTooLarge)
 	default:
 		p.die(channelError(err))
 	}

@@ -135,7 +135,7 @@ func main() {
 	}
 	defer closeLog()
 	if err := run(f, logger); err != nil {
-		logger.Error("flurry-relay stopped", "error", err)
+		logger.Error("flurry-relay stopped", "err", err)
 		closeLog()
 		os.Exit(1)
 	}
@@ -281,7 +281,7 @@ func runManaged(ctx context.Context, f *flags, cfg relay.Config, logger *slog.Lo
 		ln, err := net.ListenTCP("tcp", b.Addr)
 		if err != nil {
 			pt.SmethodError(b.MethodName, "listen failed")
-			logger.Error("listen", "error", err)
+			logger.Error("listen", "err", err)
 			continue
 		}
 		args := pt.Args{}
@@ -325,7 +325,7 @@ func runManaged(ctx context.Context, f *flags, cfg relay.Config, logger *slog.Lo
 		go func() {
 			defer wg.Done()
 			if err := r.Serve(ctx, ln); err != nil && !errors.Is(err, relay.ErrClosed) {
-				logger.Error("serve", "error", err)
+				logger.Error("serve", "err", err)
 			}
 		}()
 	}
