@@ -264,14 +264,14 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 	b.sink.ProxyPollStarted(ev)
 	var offer matcher.Offer
 	hold := b.cfg.ProxyHold
-	if idle, ok := b.parkable(r); ok && b.parkAfter < hold {
+	if pc, idle, ok := b.parkable(r); ok && b.parkAfter < hold {
 		holdEnd := time.Now().Add(hold)
 		err = matcher.ErrStillWaiting
 		if b.matchingNow() {
 			offer, err = b.match.Await(r.Context(), p, b.parkAfter)
 		}
 		if err == matcher.ErrStillWaiting {
-			if b.park(w, p, ev, start, holdEnd, idle) {
+			if b.park(w, pc, p, ev, start, holdEnd, idle) {
 				return true
 			}
 			offer, err = b.match.Wait(r.Context(), p, time.Until(holdEnd))
