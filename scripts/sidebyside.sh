@@ -58,7 +58,7 @@ broker_burst() { # name binary addr polls
 	"$2" $(broker_flags "$1") -addr "$3" >"$OUT/$1-broker-burst$4.log" 2>&1 &
 	local pid=$!; pids+=("$pid")
 	wait_port "$3"
-	"$BIN/flurry-loadgen" broker -quiet -url "http://$3" -pid "$pid" -proxies 10 -clients 1 -duration 1s \
+	"$BIN/flurry-loadgen" broker -quiet -url "http://$3" -pid "$pid" -proxies 0 -clients 0 -duration 1s \
 		-idle-burst -idle-polls "$4" -json "$OUT/$1-broker-burst$4.json" | sed -n '/memory per waiting/,/^$/p' | tee "$OUT/$1-broker-burst$4.txt"
 	kill "$pid"
 }
