@@ -44,6 +44,18 @@ func newWatcher(t *testing.T) *Watcher {
 	return w
 }
 
+// watch adds c to w with a function that signals each call on the
+// returned channel.
+func watch(t *testing.T, w *Watcher, c *net.TCPConn) (*Watch, <-chan struct{}) {
+	t.Helper()
+	calls := make(chan struct{}, 10)
+	wt, err := w.Add(c, func() { calls <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wt, calls
+}
+
 // fired waits for one call of a watch's function.
 func fired(t *testing.T, ch <-chan struct{}) {
 	t.Helper()
@@ -70,11 +82,7 @@ func notFired(t *testing.T, ch <-chan struct{}) {
 func TestWatch(t *testing.T) {
 	w := newWatcher(t)
 	srv, cli := pair(t)
-	calls := make(chan struct{}, 10)
-	wt, err := w.Add(srv, func() { calls <- struct{}{} })
-	if err != nil {
-		t.Fatal(err)
-	}
+	wt, calls := watch(t, w, srv)
 	notFired(t, calls)
 	buf := make([]byte, 16)
 	if n, err := wt.ReadNow(buf); n != 0 || err != nil {
@@ -119,11 +127,7 @@ func TestWatch(t *testing.T) {
 func TestRemoveThenReuse(t *testing.T) {
 	w := newWatcher(t)
 	srv, cli := pair(t)
-	calls := make(chan struct{}, 1)
-	wt, err := w.Add(srv, func() { calls <- struct{}{} })
-	if err != nil {
-		t.Fatal(err)
-	}
+	wt, calls := watch(t, w, srv)
 	wt.Remove()
 	if _, err := cli.Write([]byte("x")); err != nil {
 		t.Fatal(err)
