@@ -2,12 +2,13 @@
 # Flurry and Snowflake v2.14.1 side by side, in one run, on loopback:
 # broker memory per waiting proxy poll (arriving in batches, and all at
 # once) and matches per second, relay memory per idle carrier, each
-# measured by flurry-loadgen against Flurry's binary and then Snowflake's (built from Snowflake's Go module by
-# `make snowflake-bins`). Both relays run as tor would run them (managed
-# pluggable-transport server, TOR_PT_* environment). Results (tables and
-# JSON) go to $OUT. Run through `make sidebyside`; docs/performance.md
-# shows the figures. The chain figures (MB/s, CPU per MB per process) come
-# from `make interop`, whose matrix runs both implementations in one run.
+# measured by flurry-loadgen against Flurry's binary and then Snowflake's
+# (built from Snowflake's Go module by `make snowflake-bins`). Both relays
+# run as tor would run them (managed pluggable-transport server, TOR_PT_*
+# environment). Results (tables and JSON) go to $OUT. Run through
+# `make sidebyside`; docs/performance.md shows the figures. The chain
+# figures (MB/s, CPU per MB per process) come from `make interop`, whose
+# matrix runs both implementations in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
