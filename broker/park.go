@@ -211,15 +211,16 @@ func (b *Broker) park(w http.ResponseWriter, pc *parkConn, p *matcher.Proxy, ev 
 		return false
 	}
 	// From here on the poll is ours: the handler returns, whatever happens.
+	// The watch and the timer may fire at once: mu keeps them waiting
+	// until the poll is in phasePoll.
+	pk.mu.Lock()
 	watch, err := watcher.Add(pc.sc, pk.readable)
 	if err != nil { // the socket is gone already
-		pk.mu.Lock()
 		pk.ph = phaseBusy
 		pk.mu.Unlock()
 		go pk.finish(endGone)
 		return true
 	}
-	pk.mu.Lock()
 	pk.watch = watch
 	pk.timer = time.AfterFunc(time.Until(holdEnd), pk.holdOver)
 	pk.ph = phasePoll
