@@ -53,6 +53,7 @@ type Broker struct {
 	reloadMu sync.Mutex              // serialises ReloadPollIntervals
 	pools    [2]atomic.Pointer[pool] // per-pool NextPoll state, replaced on reload
 	bufs     sync.Pool               // *[]byte request body buffers
+	small    sync.Pool               // *[]byte buffers for bodies under smallBody bytes
 	fixed    fixedResponses          // immutable after New
 	cors     [2][]string             // header values, never modified
 	allow    []string                // Allow header value, never modified
@@ -203,6 +204,10 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 	}
 	b.bufs.New = func() any {
 		buf := make([]byte, 0, initialBodyBuffer)
+		return &buf
+	}
+	b.small.New = func() any {
+		buf := make([]byte, 0, smallBody)
 		return &buf
 	}
 	if err := b.startCluster(); err != nil {

@@ -79,13 +79,15 @@
 //
 // Served from Broker.Listener (as flurry-broker does), a waiting proxy poll
 // over HTTP/1.1 is parked off net/http: its handler hijacks the connection
-// and returns, dropping net/http's goroutine and 8 KiB of buffers, and one
-// small goroutine blocks in a one-byte read of the bare connection until
-// the poll is matched, its hold ends or the proxy leaves (EOF: it leaves the
-// pool at once). That goroutine writes the response (the bytes net/http
-// would), keeps the connection as an idle keep-alive one, and hands it back
-// to the server through the listener when the next request starts. A
-// waiting poll costs about 7 KiB instead of 22 KiB (docs/performance.md).
+// and returns, dropping net/http's goroutine and buffers. The parked poll
+// holds no goroutine: one watcher per broker (broker/internal/fdwatch, epoll
+// on Linux) notices a proxy that leaves (it leaves the pool at once), and a
+// timer ends the hold. On a match, the end of the hold or Shutdown, a
+// short-lived goroutine writes the response (the bytes net/http would); the
+// connection then waits, watched the same way, as an idle keep-alive one,
+// and goes back to the server through the listener when the next request
+// starts. A waiting poll costs 4–6 KiB instead of 22 KiB
+// (docs/performance.md).
 // While clients are being matched, a poll first waits up to 100 ms in its
 // handler, where a quick match is cheaper. Polls over HTTP/2 or on other
 // servers wait in their handler throughout.

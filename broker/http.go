@@ -17,12 +17,17 @@ import (
 	"github.com/flurrypt/flurry/messages"
 )
 
-// Request body buffers: pooled, starting small (a proxy poll is ~150 bytes,
-// a client offer 1 to 3 KB), and dropped instead of pooled once grown past
-// maxPooledBodyBuffer so that one large body pins nothing.
+// Request body buffers: pooled, starting small (a client offer is 1 to
+// 3 KB), and dropped instead of pooled once grown past maxPooledBodyBuffer
+// so that one large body pins nothing. A body that states a length under
+// smallBody (a proxy poll, about 200 bytes) takes a buffer of that size from
+// a pool of its own: when thousands of proxies arrive at once, each holds
+// a buffer until its poll is decoded, and the pool keeps them all until
+// the next garbage collections.
 const (
 	initialBodyBuffer   = 4 << 10
 	maxPooledBodyBuffer = 16 << 10
+	smallBody           = 512
 )
 
 // robotsTxt disallows every crawler.
@@ -182,7 +187,11 @@ func (b *Broker) readBody(w http.ResponseWriter, r *http.Request) (*[]byte, int)
 		return nil, http.StatusRequestEntityTooLarge
 	}
 	rd := http.MaxBytesReader(w, r.Body, messages.MaxBodySize)
-	bufp := b.bufs.Get().(*[]byte)
+	pool := &b.bufs
+	if r.ContentLength >= 0 && r.ContentLength < smallBody {
+		pool = &b.small
+	}
+	bufp := pool.Get().(*[]byte)
 	buf := (*bufp)[:0]
 	for {
 		if len(buf) == cap(buf) {
@@ -207,13 +216,18 @@ func (b *Broker) readBody(w http.ResponseWriter, r *http.Request) (*[]byte, int)
 	return bufp, 0
 }
 
-// putBuf returns a body buffer to the pool unless it grew too large.
+// putBuf returns a body buffer to its pool (by its size) unless it grew
+// too large.
 func (b *Broker) putBuf(bufp *[]byte) {
-	if cap(*bufp) > maxPooledBodyBuffer {
-		return
+	switch c := cap(*bufp); {
+	case c > maxPooledBodyBuffer:
+	case c < initialBodyBuffer:
+		*bufp = (*bufp)[:0]
+		b.small.Put(bufp)
+	default:
+		*bufp = (*bufp)[:0]
+		b.bufs.Put(bufp)
 	}
-	*bufp = (*bufp)[:0]
-	b.bufs.Put(bufp)
 }
 
 // reject answers a request refused before it was understood.
@@ -264,14 +278,14 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 	b.sink.ProxyPollStarted(ev)
 	var offer matcher.Offer
 	hold := b.cfg.ProxyHold
-	if idle, ok := b.parkable(r); ok && b.parkAfter < hold {
+	if pc, idle, ok := b.parkable(r); ok && b.parkAfter < hold {
 		holdEnd := time.Now().Add(hold)
 		err = matcher.ErrStillWaiting
 		if b.matchingNow() {
 			offer, err = b.match.Await(r.Context(), p, b.parkAfter)
 		}
 		if err == matcher.ErrStillWaiting {
-			if b.park(w, p, ev, start, holdEnd, idle) {
+			if b.park(w, pc, p, ev, start, holdEnd, idle) {
 				return true
 			}
 			offer, err = b.match.Wait(r.Context(), p, time.Until(holdEnd))

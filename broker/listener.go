@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // Listener returns a listener to serve Handler on (with http.Server.Serve,
@@ -15,16 +16,19 @@ import (
 //
 // # Parked polls
 //
-// A proxy poll served on one of these connections over HTTP/1.1 does not
-// keep an HTTP server goroutine and its buffers while it waits. Once the
-// poll is in its pool, the handler hijacks the connection, drops net/http's
-// buffers and returns; a small goroutine blocks in a one-byte read on the
-// bare connection, so that a proxy that disconnects leaves the pool at
-// once. On a match, the end of the hold or Shutdown it writes the response
-// (the same bytes net/http would), waits for the connection's next request
-// as net/http would for an idle keep-alive connection (the server's
-// IdleTimeout), and hands the connection back through Accept, with any
-// byte it read replayed first. See docs/performance.md for what this saves.
+// A proxy poll served on one of these connections over HTTP/1.1 keeps no
+// goroutine and no buffers while it waits. Once the poll is in its pool,
+// the handler hijacks the connection, drops net/http's buffers and
+// returns; one goroutine of the broker watches every parked socket (epoll
+// on Linux), so that a proxy that disconnects leaves the pool at once, and
+// a timer ends the hold. On a match, the end of the hold or Shutdown a
+// short-lived goroutine writes the response (the same bytes net/http
+// would); the connection then waits, watched the same way, for its next
+// request as net/http would for an idle keep-alive connection (the
+// server's IdleTimeout), and goes back through Accept, with any byte read
+// while it was parked replayed first. Connections without a socket to
+// watch (not a syscall.Conn), and systems other than Linux, keep their
+// polls in the handler. See docs/performance.md for what this saves.
 //
 // Polls over HTTP/2, on connections from other listeners (an
 // httptest.Server, a listener of your own) or whose request asks to close
@@ -136,6 +140,7 @@ func (l *listener) Accept() (net.Conn, error) {
 // wrap makes a new connection a parkConn, under TLS if configured.
 func (l *listener) wrap(c net.Conn) net.Conn {
 	pc := &parkConn{Conn: c, l: l}
+	pc.sc, _ = c.(syscall.Conn)
 	if l.tls != nil {
 		return tls.Server(pc, l.tls)
 	}
@@ -184,12 +189,13 @@ func (l *listener) Close() error {
 func (l *listener) Addr() net.Addr { return l.inner.Addr() }
 
 // parkConn is a connection accepted by a listener. Its LocalAddr carries
-// the listener, so that the handler can tell, before hijacking, that the
-// connection can be handed back. Bytes read while it was parked are
+// it, so that the handler can tell, before hijacking, that the connection
+// can be parked and handed back. Bytes read while it was parked are
 // replayed first.
 type parkConn struct {
 	net.Conn
-	l *listener
+	l  *listener
+	sc syscall.Conn // Conn's socket, for fdwatch; nil: cannot be parked
 	// replay is owned by whoever owns the connection: the parked poll's
 	// goroutine fills it, the HTTP server reads it after Accept.
 	replay []byte
@@ -198,10 +204,10 @@ type parkConn struct {
 // parkAddr is the LocalAddr of a parkConn: the real address, marked.
 type parkAddr struct {
 	net.Addr
-	l *listener
+	pc *parkConn
 }
 
-func (c *parkConn) LocalAddr() net.Addr { return parkAddr{c.Conn.LocalAddr(), c.l} }
+func (c *parkConn) LocalAddr() net.Addr { return parkAddr{c.Conn.LocalAddr(), c} }
 
 func (c *parkConn) Read(p []byte) (int, error) {
 	if len(c.replay) == 0 {

@@ -5,33 +5,34 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/flurrypt/flurry/broker/internal/event"
+	"github.com/flurrypt/flurry/broker/internal/fdwatch"
 	"github.com/flurrypt/flurry/broker/internal/matcher"
 	"github.com/flurrypt/flurry/broker/internal/stats"
 	"github.com/flurrypt/flurry/messages"
 )
 
-// Parked polls: a proxy poll that waits without net/http (see
-// Broker.Listener). Its life, all in one goroutine (run) after the handler
-// hijacked the connection:
+// Parked polls: a proxy poll that waits without net/http and without a
+// goroutine (see Broker.Listener). After the handler hijacked its
+// connection, a parked poll is a parked struct, a timer and a watch on its
+// socket (fdwatch: one goroutine for all of them). Its life:
 //
-//	poll:  one-byte reads on the bare connection until the read deadline
-//	       (the end of the hold, or now when Proxy.Wake or Shutdown fires);
-//	       EOF or an error = the proxy left
-//	write: End (offer or no match), one Write of the whole response
-//	idle:  one-byte read until the next request's first byte (hand the
-//	       connection back to the listener, the byte replayed), the
-//	       server's idle timeout, EOF or Shutdown (close)
+//	poll:  the watch reads what arrives (a pipelined request, kept for
+//	       the HTTP server) and notices when the proxy leaves; the timer
+//	       ends the hold; Proxy.Wake or Shutdown may end it sooner
+//	write: a short-lived goroutine ends the poll in the matcher and writes
+//	       the whole response at once
+//	idle:  the watch waits for the next request's first byte (then the
+//	       connection goes back to the listener, unread), the timer for
+//	       the server's idle timeout, Shutdown may close it sooner
 //
-// Wake and Shutdown may fire at any time: they set a flag and move the read
-// deadline into the past, under parked.mu and only while a read of this
-// phase is allowed, so that no deadline of theirs ever lands on a
-// connection that has moved on.
+// Each event moves the phase under parked.mu, and only the event that
+// leaves a phase acts on it, so that a late timer or watch event does
+// nothing.
 const (
 	// parkWriteTimeout bounds the write of a parked poll's response.
 	parkWriteTimeout = 10 * time.Second
@@ -55,17 +56,22 @@ const parkedHead = "HTTP/1.1 200 OK\r\n" +
 	"Access-Control-Allow-Origin: " + corsOrigin + "\r\n" +
 	"Content-Type: " + textPlain + "\r\n"
 
-// aLongTimeAgo is a read deadline that makes a blocked read return at once.
-var aLongTimeAgo = time.Unix(1, 0)
-
 // phase of a parked poll, guarded by parked.mu.
 type phase uint8
 
 const (
-	phaseStarting phase = iota // enqueued, not reading yet
-	phasePoll                  // reading until the hold ends or a wake
-	phaseBusy                  // writing, or finished reading
-	phaseIdle                  // reading for the next request
+	phaseStarting phase = iota // enqueued, not watched yet
+	phasePoll                  // waiting for a client, the end of the hold or the proxy leaving
+	phaseBusy                  // ending: writing, handing back or closing
+	phaseIdle                  // waiting for the connection's next request
+)
+
+// ending is why a parked poll leaves phasePoll.
+type ending uint8
+
+const (
+	endAnswer ending = iota // woken, the hold is over or Shutdown: answer
+	endGone                 // the proxy left, or sent too much
 )
 
 // parked is one parked proxy poll and, after its response, the idle
@@ -76,36 +82,46 @@ type parked struct {
 	ev    event.Proxy
 	start time.Time     // the request's arrival, for its duration
 	idle  time.Duration // keep-alive wait after the response; 0 = none
-	one   [1]byte       // read buffer
 
-	// Set by hijack, then owned by run.
-	conn       net.Conn  // the hijacked connection: *parkConn, *tls.Conn or other
-	pc         *parkConn // conn's parkConn, nil if none (then closeAfter)
-	raw        net.Conn  // what the watcher reads: pc.Conn, or conn
-	closeAfter bool      // close instead of handing back
+	// Set by hijack, before any event can reach them.
+	conn       net.Conn       // the hijacked connection: *parkConn or *tls.Conn over one
+	pc         *parkConn      // the parkConn at the bottom of conn
+	closeAfter bool           // close instead of handing back
+	watch      *fdwatch.Watch // on pc's socket
+	timer      *time.Timer    // the end of the hold, then of the idle wait
 
 	mu       sync.Mutex
 	ph       phase // guarded by mu
-	woken    bool  // guarded by mu: Wake or Shutdown fired
+	woken    bool  // guarded by mu: Wake fired before phasePoll
 	shutdown bool  // guarded by mu: Shutdown fired
 
 	prev, next *parked // in Broker.parks, guarded by parkSet.mu
 }
 
-// parkSet is the set of a broker's parked polls and idle connections.
+// parkSet is the set of a broker's parked polls and idle connections, and
+// the watcher of their sockets.
 type parkSet struct {
-	mu     sync.Mutex
-	closed bool
-	head   *parked
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool
+	head    *parked
+	watcher *fdwatch.Watcher // started with the first parked poll
+	wg      sync.WaitGroup
 }
 
-// add registers pk, or reports false after close.
-func (s *parkSet) add(pk *parked) bool {
+// add registers pk and returns the watcher, or nil after close or if
+// there can be no watcher (then pk is not added).
+func (s *parkSet) add(pk *parked) *fdwatch.Watcher {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return nil
+	}
+	if s.watcher == nil {
+		w, err := fdwatch.New()
+		if err != nil {
+			return nil
+		}
+		s.watcher = w
 	}
 	pk.next = s.head
 	if s.head != nil {
@@ -113,7 +129,7 @@ func (s *parkSet) add(pk *parked) bool {
 	}
 	s.head = pk
 	s.wg.Add(1)
-	return true
+	return s.watcher
 }
 
 // remove unregisters pk, which must have been added.
@@ -133,50 +149,86 @@ func (s *parkSet) remove(pk *parked) {
 }
 
 // close refuses new entries and interrupts every registered one, marking
-// it shut down (its response says "Connection: close"); wait waits until
-// all have finished.
+// it shut down (its response says "Connection: close").
 func (s *parkSet) close() {
 	s.mu.Lock()
 	s.closed = true
+	var all []*parked
 	for pk := s.head; pk != nil; pk = pk.next {
-		pk.interrupt(true)
+		all = append(all, pk)
 	}
 	s.mu.Unlock()
+	// Outside mu: closing an idle connection removes it from the set.
+	for _, pk := range all {
+		pk.interrupt()
+	}
 }
 
-func (s *parkSet) wait() { s.wg.Wait() }
+// wait waits until every entry has finished, then stops the watcher; call
+// it after close.
+func (s *parkSet) wait() {
+	s.wg.Wait()
+	s.mu.Lock()
+	w := s.watcher
+	s.mu.Unlock()
+	if w != nil {
+		w.Close()
+	}
+}
 
 // parkable reports whether r's poll may be parked: an HTTP/1.1 request
-// that keeps its connection, on a connection from one of b's listeners,
-// served by an http.Server (whose idle timeout it returns).
-func (b *Broker) parkable(r *http.Request) (idle time.Duration, ok bool) {
+// that keeps its connection, on a connection from one of b's listeners
+// whose socket can be watched, served by an http.Server (whose idle
+// timeout it returns).
+func (b *Broker) parkable(r *http.Request) (pc *parkConn, idle time.Duration, ok bool) {
 	if r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close {
-		return 0, false
+		return nil, 0, false
 	}
 	ctx := r.Context()
-	if la, ok := ctx.Value(http.LocalAddrContextKey).(parkAddr); !ok || la.l.b != b {
-		return 0, false
+	la, ok := ctx.Value(http.LocalAddrContextKey).(parkAddr)
+	if !ok || la.pc.l.b != b || la.pc.sc == nil {
+		return nil, 0, false
 	}
 	srv, ok := ctx.Value(http.ServerContextKey).(*http.Server)
 	if !ok {
-		return 0, false
+		return nil, 0, false
 	}
-	return idleTimeout(srv), true
+	return la.pc, idleTimeout(srv), true
 }
 
-// park parks the enqueued, still waiting poll p until holdEnd. It reports
-// false if it cannot (b is shutting down, p was just matched, the
-// connection cannot be hijacked): the handler then waits as usual.
-func (b *Broker) park(w http.ResponseWriter, p *matcher.Proxy, ev event.Proxy, start, holdEnd time.Time, idle time.Duration) bool {
-	pk := &parked{b: b, p: p, ev: ev, start: start, idle: idle}
-	if !b.parks.add(pk) {
+// park parks the enqueued, still waiting poll p, which arrived on pc,
+// until holdEnd. It reports false if it cannot (b is shutting down, p was
+// just matched, the connection cannot be hijacked or watched): the
+// handler then waits as usual.
+func (b *Broker) park(w http.ResponseWriter, pc *parkConn, p *matcher.Proxy, ev event.Proxy, start, holdEnd time.Time, idle time.Duration) bool {
+	pk := &parked{b: b, p: p, ev: ev, start: start, idle: idle, pc: pc}
+	watcher := b.parks.add(pk)
+	if watcher == nil {
 		return false
 	}
-	if !b.match.Notify(p, pk.wake) || !pk.hijack(w, holdEnd) {
+	if !b.match.Notify(p, pk.wake) || !pk.hijack(w) {
 		b.parks.remove(pk)
 		return false
 	}
-	go pk.run()
+	// From here on the poll is ours: the handler returns, whatever happens.
+	// The watch and the timer may fire at once: mu keeps them waiting
+	// until the poll is in phasePoll.
+	pk.mu.Lock()
+	watch, err := watcher.Add(pc.sc, pk.readable)
+	if err != nil { // the socket is gone already
+		pk.ph = phaseBusy
+		pk.mu.Unlock()
+		go pk.finish(endGone)
+		return true
+	}
+	pk.watch = watch
+	pk.timer = time.AfterFunc(time.Until(holdEnd), pk.holdOver)
+	pk.ph = phasePoll
+	now := pk.woken || pk.shutdown
+	pk.mu.Unlock()
+	if now {
+		pk.end(endAnswer)
+	}
 	return true
 }
 
@@ -189,32 +241,20 @@ func idleTimeout(srv *http.Server) time.Duration {
 	return max(d, 0)
 }
 
-// hijack takes the poll's connection from net/http and sets the read
-// deadline to holdEnd.
-func (pk *parked) hijack(w http.ResponseWriter, holdEnd time.Time) bool {
+// hijack takes the poll's connection from net/http.
+func (pk *parked) hijack(w http.ResponseWriter) bool {
 	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return false
 	}
-	pk.conn, pk.raw = conn, conn
-	switch c := conn.(type) {
-	case *parkConn:
-		pk.pc = c
-	case *tls.Conn:
-		pk.pc, _ = c.NetConn().(*parkConn)
-		if pk.pc != nil && pk.pc.l.tls == nil {
-			pk.pc = nil // TLS done by the server (ServeTLS): not ours to hand back
-		}
-	}
-	if pk.pc == nil {
-		pk.closeAfter = true // wrapped by someone else: cannot hand it back
-	} else {
-		pk.raw = pk.pc.Conn
-	}
+	pk.conn = conn
+	// Ours to hand back: the parkConn itself, or TLS that our listener
+	// does (not the server's ServeTLS).
+	pk.closeAfter = conn != net.Conn(pk.pc) && pk.pc.l.tls == nil
 	// Bytes net/http read beyond the request (a pipelined request): a
 	// plain connection replays them; above TLS they cannot be put back.
 	if n := rw.Reader.Buffered(); n > 0 {
-		if _, isTLS := conn.(*tls.Conn); isTLS || pk.pc == nil || n > maxReplay {
+		if _, isTLS := conn.(*tls.Conn); isTLS || pk.closeAfter || n > maxReplay {
 			pk.closeAfter = true
 		} else {
 			buf, _ := rw.Reader.Peek(n)
@@ -222,64 +262,176 @@ func (pk *parked) hijack(w http.ResponseWriter, holdEnd time.Time) bool {
 		}
 	}
 	// rw (net/http's buffers) is dropped here.
-	pk.mu.Lock()
-	if !pk.woken {
-		_ = pk.raw.SetReadDeadline(holdEnd)
-		pk.ph = phasePoll
-	}
-	pk.mu.Unlock()
 	return true
 }
 
 // wake is the poll's Notify function: a client took it or the matcher
 // closed.
-func (pk *parked) wake() { pk.interrupt(false) }
-
-// interrupt makes the current read return now. shutdown also keeps the
-// connection from being handed back.
-func (pk *parked) interrupt(shutdown bool) {
+func (pk *parked) wake() {
 	pk.mu.Lock()
-	defer pk.mu.Unlock()
 	pk.woken = true
-	if shutdown {
-		pk.shutdown = true
-	}
-	if pk.ph == phasePoll || (shutdown && pk.ph == phaseIdle) {
-		_ = pk.raw.SetReadDeadline(aLongTimeAgo)
-	}
-}
-
-// setPhase moves to ph and reports whether Shutdown has fired.
-func (pk *parked) setPhase(ph phase) (shutdown bool) {
-	pk.mu.Lock()
-	defer pk.mu.Unlock()
-	pk.ph = ph
-	return pk.shutdown
-}
-
-// run is the parked poll's goroutine.
-func (pk *parked) run() {
-	b := pk.b
-	defer b.parks.remove(pk)
-	pk.mu.Lock()
-	polling := pk.ph == phasePoll
 	pk.mu.Unlock()
-	gone := polling && pk.watch()
-	shutdown := pk.setPhase(phaseBusy)
-	if gone {
+	pk.end(endAnswer)
+}
+
+// holdOver is the timer's function while the poll waits.
+func (pk *parked) holdOver() { pk.end(endAnswer) }
+
+// interrupt is Shutdown's: a waiting poll is answered, an idle connection
+// closed, and no connection is handed back.
+func (pk *parked) interrupt() {
+	pk.mu.Lock()
+	pk.shutdown = true
+	idle := pk.ph == phaseIdle
+	if idle {
+		pk.ph = phaseBusy
+		pk.timer.Stop()
+	}
+	pk.mu.Unlock()
+	if idle {
+		pk.close()
+		return
+	}
+	pk.end(endAnswer)
+}
+
+// end moves a waiting poll to its response (or its disconnect), once.
+func (pk *parked) end(e ending) {
+	pk.mu.Lock()
+	if pk.ph != phasePoll {
+		pk.mu.Unlock()
+		return
+	}
+	pk.ph = phaseBusy
+	pk.timer.Stop()
+	pk.mu.Unlock()
+	go pk.finish(e)
+}
+
+// readable is the watch's function: bytes, end of stream or an error
+// arrived.
+func (pk *parked) readable() {
+	pk.mu.Lock()
+	switch pk.ph {
+	case phasePoll:
+		if pk.drain() {
+			pk.mu.Unlock()
+			pk.end(endGone)
+			return
+		}
+		if pk.watch.Rearm() != nil {
+			pk.mu.Unlock()
+			pk.end(endGone)
+			return
+		}
+		pk.mu.Unlock()
+	case phaseIdle:
+		// The next request: the HTTP server reads it.
+		pk.ph = phaseBusy
+		pk.timer.Stop()
+		pk.mu.Unlock()
+		pk.handBack()
+	default: // ending already; the idle phase rearms the watch
+		pk.mu.Unlock()
+	}
+}
+
+// drain reads what the socket holds without waiting, keeping it for the
+// HTTP server, and reports whether the proxy has gone: end of stream, an
+// error, or more than maxReplay bytes. Called with mu held in phasePoll.
+func (pk *parked) drain() (gone bool) {
+	var buf [512]byte
+	for {
+		n, err := pk.watch.ReadNow(buf[:])
+		if err != nil {
+			return true
+		}
+		if n == 0 {
+			return false
+		}
+		if pk.closeAfter {
+			continue // nobody will read it; only disconnects matter
+		}
+		if len(pk.pc.replay)+n > maxReplay {
+			return true
+		}
+		pk.pc.replay = append(pk.pc.replay, buf[:n]...)
+	}
+}
+
+// finish ends the poll: it answers the proxy and leaves the connection
+// idle (or hands it back, or closes it), or, if the proxy has gone,
+// releases its match.
+func (pk *parked) finish(e ending) {
+	b := pk.b
+	if e == endGone {
 		// A match made meanwhile never reaches the proxy: its client
 		// tries another proxy.
 		_ = b.match.Abandon(pk.p, errProxyGone)
 		pk.ended(event.ProxyGone)
-		pk.conn.Close()
+		pk.close()
 		return
 	}
-	closeConn := shutdown || pk.closeAfter
-	if !pk.respond(closeConn) || closeConn || !pk.awaitNext() {
-		pk.conn.Close()
+	pk.mu.Lock()
+	closeConn := pk.shutdown || pk.closeAfter
+	pk.mu.Unlock()
+	if !pk.respond(closeConn) || closeConn {
+		pk.close()
 		return
 	}
-	_ = pk.raw.SetDeadline(time.Time{})
+	if len(pk.pc.replay) > 0 { // a request is already there
+		pk.handBack()
+		return
+	}
+	pk.mu.Lock()
+	if pk.shutdown { // since the response went out
+		pk.mu.Unlock()
+		pk.close()
+		return
+	}
+	pk.ph = phaseIdle
+	if pk.idle > 0 {
+		pk.timer = time.AfterFunc(pk.idle, pk.idleOver)
+	}
+	err := pk.watch.Rearm()
+	if err != nil {
+		pk.ph = phaseBusy
+		pk.timer.Stop()
+	}
+	pk.mu.Unlock()
+	if err != nil {
+		pk.close()
+	}
+}
+
+// idleOver is the timer's function while the connection is idle.
+func (pk *parked) idleOver() {
+	pk.mu.Lock()
+	idle := pk.ph == phaseIdle
+	if idle {
+		pk.ph = phaseBusy
+	}
+	pk.mu.Unlock()
+	if idle {
+		pk.close()
+	}
+}
+
+// close closes the connection and forgets the poll.
+func (pk *parked) close() {
+	if pk.watch != nil {
+		pk.watch.Remove()
+	}
+	pk.conn.Close()
+	pk.b.parks.remove(pk)
+}
+
+// handBack gives the connection back to the listener, for the HTTP
+// server to read its next request.
+func (pk *parked) handBack() {
+	pk.watch.Remove()
+	_ = pk.conn.SetDeadline(time.Time{}) // the response's write deadline
+	pk.b.parks.remove(pk)
 	pk.pc.l.handBack(pk.conn)
 }
 
@@ -292,33 +444,6 @@ func (pk *parked) ended(o event.ProxyOutcome) {
 
 // errProxyGone is the cause given to Matcher.Abandon.
 var errProxyGone = errors.New("proxy connection closed")
-
-// watch reads until the read deadline (false) or until the proxy leaves
-// or sends more than maxReplay bytes (true).
-func (pk *parked) watch() (gone bool) {
-	for {
-		n, err := pk.raw.Read(pk.one[:])
-		if n > 0 && !pk.keep() {
-			return true
-		}
-		if err != nil {
-			return !errors.Is(err, os.ErrDeadlineExceeded)
-		}
-	}
-}
-
-// keep saves the byte just read for the HTTP server, or reports false if
-// it cannot.
-func (pk *parked) keep() bool {
-	if pk.closeAfter {
-		return true // nobody will read it; only disconnects matter
-	}
-	if len(pk.pc.replay) >= maxReplay {
-		return false
-	}
-	pk.pc.replay = append(pk.pc.replay, pk.one[0])
-	return true
-}
 
 // respond ends the poll in the matcher, records it and writes its
 // response. It reports whether the write succeeded; if it failed after a
@@ -348,34 +473,6 @@ func (pk *parked) respond(closeConn bool) bool {
 		_ = b.match.Abandon(pk.p, errProxyGone)
 	}
 	return err == nil
-}
-
-// awaitNext waits, as net/http does between requests, for the first byte
-// of the connection's next request, unless one is already there. It
-// reports false if the connection is to be closed (idle timeout, EOF,
-// Shutdown).
-func (pk *parked) awaitNext() bool {
-	if len(pk.pc.replay) > 0 {
-		return true
-	}
-	pk.mu.Lock()
-	if pk.shutdown {
-		pk.mu.Unlock()
-		return false
-	}
-	var deadline time.Time
-	if pk.idle > 0 {
-		deadline = time.Now().Add(pk.idle)
-	}
-	_ = pk.raw.SetReadDeadline(deadline)
-	pk.ph = phaseIdle
-	pk.mu.Unlock()
-	n, _ := pk.raw.Read(pk.one[:])
-	if pk.setPhase(phaseBusy) || n == 0 {
-		return false
-	}
-	pk.pc.replay = append(pk.pc.replay, pk.one[0])
-	return true
 }
 
 // appendParkedResponse appends a 200 response carrying body, with the

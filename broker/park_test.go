@@ -19,6 +19,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -258,6 +259,38 @@ func TestParkedFlood(t *testing.T) {
 	expectEOF(t, bufio.NewReader(c))
 	if s := tb.Stats(); s != (broker.Stats{}) {
 		t.Errorf("Stats = %+v", s)
+	}
+}
+
+// TestParkedNoGoroutine: parked polls hold no goroutine each (one watcher
+// serves them all), and a proxy that leaves is still noticed at once.
+func TestParkedNoGoroutine(t *testing.T) {
+	tb := newTestBroker(t, broker.Config{ProxyHold: longHold})
+	const n = 100
+	poll := func(i int) net.Conn {
+		c := tb.dial(t)
+		write(t, c, rawRequest("POST", "/proxy", proxyPoll(t, fmt.Sprint("nogoroutine", i), messages.NATUnrestricted, 0, ptr(""))))
+		return c
+	}
+	// The watcher starts with the first parked poll.
+	first := poll(0)
+	tb.waitParked(t, 1)
+	before := runtime.NumGoroutine()
+	for i := 1; i < n; i++ {
+		poll(i)
+	}
+	tb.waitParked(t, n)
+	// A little slack for goroutines of net/http or the runtime that come
+	// and go; one per poll would be 99.
+	if grown := runtime.NumGoroutine() - before; grown > n/10 {
+		t.Errorf("%d more goroutines with %d more parked polls", grown, n-1)
+	}
+	first.Close()
+	if o := <-tb.rec.endedCh; o != event.ProxyGone {
+		t.Errorf("outcome = %v, want gone", o)
+	}
+	if s := tb.Stats(); s.WaitingUnrestricted != n-1 {
+		t.Errorf("Stats = %+v, want %d waiting", s, n-1)
 	}
 }
 

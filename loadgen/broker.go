@@ -74,6 +74,11 @@ type BrokerConfig struct {
 	// IdleSettle is how long each idle step waits, once its polls are
 	// waiting, before sampling memory. Default DefaultIdleSettle.
 	IdleSettle time.Duration
+	// IdleBurst starts each idle step's new polls all at once, as when
+	// many proxies return together (after a network outage or a broker
+	// restart), instead of in batches of idleBatch that each wait for
+	// the previous one.
+	IdleBurst bool
 
 	// ProxyNAT, ProxyTypes and ClientNAT are the mixes of simulated peers.
 	// Defaults DefaultProxyNATMix, DefaultProxyTypeMix, DefaultClientNATMix.
@@ -161,6 +166,7 @@ type ProxyCounts struct {
 type IdleResult struct {
 	BaselineRSSBytes int64      `json:"baseline_rss_bytes,omitempty"`
 	SettleSeconds    float64    `json:"settle_seconds"`
+	Burst            bool       `json:"burst"` // each step's polls arrived at once
 	Steps            []IdleStep `json:"steps"`
 	// BytesPerPoll is the last step's figure.
 	BytesPerPoll float64 `json:"bytes_per_poll,omitempty"`
@@ -660,10 +666,13 @@ func (r *brokerRun) clientLoop(ctx, stepCtx context.Context, i int, tokens <-cha
 	}
 }
 
+// idleBatch is how many idle polls start together when they ramp.
+const idleBatch = 250
+
 // runIdle holds cfg.IdlePolls polls in ascending steps and samples the
 // broker's memory at each.
 func (r *brokerRun) runIdle(ctx context.Context) IdleResult {
-	res := IdleResult{SettleSeconds: seconds(r.cfg.IdleSettle)}
+	res := IdleResult{SettleSeconds: seconds(r.cfg.IdleSettle), Burst: r.cfg.IdleBurst}
 	if s, ok, _ := r.proc.sample(); ok {
 		res.BaselineRSSBytes = s.RSS
 	}
@@ -682,8 +691,12 @@ func (r *brokerRun) runIdle(ctx context.Context) IdleResult {
 	})
 	for _, k := range r.cfg.IdlePolls {
 		say(r.cfg.Progress, "broker idle: ramping to %d waiting polls", k)
-		// Ramp in batches so as not to overflow the broker's listen backlog.
-		const batch = 250
+		// Ramp in batches so as not to overflow the broker's listen
+		// backlog, unless asked to arrive at once.
+		batch := idleBatch
+		if r.cfg.IdleBurst {
+			batch = k
+		}
 		for started < k && ctx.Err() == nil {
 			n := min(batch, k-started)
 			for j := range n {

@@ -39,12 +39,12 @@ func testRealBroker(t *testing.T, parked bool) {
 
 	res, err := RunBroker(testCtx(t), BrokerConfig{
 		URL: srv.URL, Proxies: 16, Clients: []int{1, 4}, StepDuration: 400 * time.Millisecond,
-		IdlePolls: []int{25}, IdleSettle: 50 * time.Millisecond,
+		IdlePolls: []int{25}, IdleSettle: 50 * time.Millisecond, IdleBurst: parked,
 	})
 	if err != nil {
 		t.Fatalf("RunBroker: %v (%+v)", err, res)
 	}
-	if res.Idle.Steps[0].Waiting != 25 || res.Idle.Errors != 0 || res.Idle.Matched != 0 {
+	if res.Idle.Steps[0].Waiting != 25 || res.Idle.Errors != 0 || res.Idle.Matched != 0 || res.Idle.Burst != parked {
 		t.Errorf("idle %+v", res.Idle)
 	}
 	for _, s := range res.Steps {

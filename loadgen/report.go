@@ -78,7 +78,11 @@ func (r Result) WriteTable(w io.Writer) error {
 	}
 	if b := r.Broker; b != nil {
 		if b.Idle != nil {
-			title(fmt.Sprintf("broker %s: memory per waiting proxy poll (baseline RSS %s)", b.URL, mibOrDash(b.Idle.BaselineRSSBytes)))
+			arrival := "in batches"
+			if b.Idle.Burst {
+				arrival = "arriving at once"
+			}
+			title(fmt.Sprintf("broker %s: memory per waiting proxy poll, %s (baseline RSS %s)", b.URL, arrival, mibOrDash(b.Idle.BaselineRSSBytes)))
 			line("polls", "waiting", "broker RSS", "per poll")
 			for _, s := range b.Idle.Steps {
 				line(s.Polls, s.Waiting, mibOrDash(s.RSSBytes), kib(s.BytesPerPoll))

@@ -1,32 +1,53 @@
 #!/usr/bin/env bash
 # Flurry and Snowflake v2.14.1 side by side, in one run, on loopback:
-# broker memory per waiting proxy poll and matches per second, relay memory
-# per idle carrier, each measured by flurry-loadgen against Flurry's binary
-# and then Snowflake's (built from Snowflake's Go module by
-# `make snowflake-bins`). Both relays run as tor would run them (managed
-# pluggable-transport server, TOR_PT_* environment). Results (tables and
-# JSON) go to $OUT. Run through `make sidebyside`; docs/performance.md
-# shows the figures. The chain figures (MB/s, CPU per MB per process) come
-# from `make interop`, whose matrix runs both implementations in one run.
+# broker memory per waiting proxy poll (arriving in batches, and all at
+# once) and matches per second, relay memory per idle carrier, each
+# measured by flurry-loadgen against Flurry's binary and then Snowflake's
+# (built from Snowflake's Go module by `make snowflake-bins`). Both relays
+# run as tor would run them (managed pluggable-transport server, TOR_PT_*
+# environment). Results (tables and JSON) go to $OUT. Run through
+# `make sidebyside`; docs/performance.md shows the figures. The chain
+# figures (MB/s, CPU per MB per process) come from `make interop`, whose
+# matrix runs both implementations in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
 SF=${SF:?SF must name the directory of the Snowflake binaries (make snowflake-bins DIR=...)}
 OUT=${OUT:-out/sidebyside}
 DURATION=${DURATION:-10s}
+BURSTS=${BURSTS:-1000 5000 15000} # polls arriving at once; each process needs as many open files
 mkdir -p "$OUT"
 ulimit -n 65536 2>/dev/null || true
 
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
 
+# Flurry's broker runs without rate limits, as Snowflake's has none: with
+# them, its per-address and global limits (5 and 1 000 client offers per
+# second) would be what is measured.
+broker_flags() { # name
+	if [ "$1" = flurry ]; then echo -disable-tls -disable-geoip -disable-rate-limits; else echo -disable-tls -disable-geoip; fi
+}
+
 broker() { # name binary addr
-	echo "== $1 broker: memory per waiting poll at 1000 and 5000; matches/s with 500 proxies at 50 clients"
-	"$2" -disable-tls -disable-geoip -addr "$3" >"$OUT/$1-broker.log" 2>&1 &
+	echo "== $1 broker: memory per waiting poll at 1000 and 5000 (in batches); matches/s with 500 proxies at 50 clients"
+	# shellcheck disable=SC2046
+	"$2" $(broker_flags "$1") -addr "$3" >"$OUT/$1-broker.log" 2>&1 &
 	local pid=$!; pids+=("$pid")
 	wait_port "$3"
 	"$BIN/flurry-loadgen" broker -quiet -url "http://$3" -pid "$pid" -proxies 500 -clients 50 \
 		-duration "$DURATION" -idle-polls 1000,5000 -json "$OUT/$1-broker.json" | tee "$OUT/$1-broker.txt"
+	kill "$pid"
+}
+
+broker_burst() { # name binary addr polls
+	echo "== $1 broker: memory per waiting poll, $4 polls arriving at once on a fresh broker"
+	# shellcheck disable=SC2046
+	"$2" $(broker_flags "$1") -addr "$3" >"$OUT/$1-broker-burst$4.log" 2>&1 &
+	local pid=$!; pids+=("$pid")
+	wait_port "$3"
+	"$BIN/flurry-loadgen" broker -quiet -url "http://$3" -pid "$pid" -proxies 0 -clients 0 -duration 1s \
+		-idle-burst -idle-polls "$4" -json "$OUT/$1-broker-burst$4.json" | sed -n '/memory per waiting/,/^$/p' | tee "$OUT/$1-broker-burst$4.txt"
 	kill "$pid"
 }
 
@@ -46,5 +67,9 @@ relay() { # name binary addr
 
 broker flurry "$BIN/flurry-broker" 127.0.0.1:18180
 broker snowflake "$SF/broker" 127.0.0.1:18181
+for n in $BURSTS; do
+	broker_burst flurry "$BIN/flurry-broker" 127.0.0.1:18180 "$n"
+	broker_burst snowflake "$SF/broker" 127.0.0.1:18181 "$n"
+done
 relay flurry "$BIN/flurry-relay" 127.0.0.1:18100
 relay snowflake "$SF/server" 127.0.0.1:18101

@@ -61,7 +61,7 @@ type Proxy struct {
 	seq     uint64 // arrival order, breaks ties between equal penalty and Clients
 	cls     *class
 	client  *client       // the client it was matched with
-	matched chan struct{} // closed when a client takes this proxy
+	matched chan struct{} // closed when a client takes this proxy; made by the first Await
 	wake    func()        // set by Notify
 	offer   Offer
 }
@@ -274,7 +274,6 @@ func (m *Matcher) Enqueue(p *Proxy) error {
 	if _, dup := m.sessions[p.Sid]; dup {
 		return ErrDuplicateSid
 	}
-	p.matched = make(chan struct{})
 	p.penalty = uint8(min(max(p.Strikes, 0), MaxStrikes))
 	p.seq = m.seq
 	m.seq++
@@ -309,7 +308,7 @@ func (m *Matcher) Await(ctx context.Context, p *Proxy, d time.Duration) (Offer, 
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
-	case <-p.matched:
+	case <-m.matchedChan(p):
 		return p.offer, nil
 	case <-timer.C:
 		return Offer{}, ErrStillWaiting
@@ -319,6 +318,28 @@ func (m *Matcher) Await(ctx context.Context, p *Proxy, d time.Duration) (Offer, 
 		return Offer{}, m.abandon(p, ctx.Err())
 	}
 }
+
+// matchedChan returns the channel that is closed when a client takes p,
+// making it on first use: a poll that never blocks in Await (one that
+// waits through Notify) does without it.
+func (m *Matcher) matchedChan(p *Proxy) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p.matched == nil {
+		if p.state != stateWaiting {
+			return closedChan // taken already
+		}
+		p.matched = make(chan struct{})
+	}
+	return p.matched
+}
+
+// closedChan is a closed channel.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Notify arranges for wake to be called when a client takes the enqueued
 // p or the matcher closes, so that a poll that does not block in Wait
@@ -476,7 +497,9 @@ func (m *Matcher) match(c ClientOffer, cw *client) (*Proxy, func()) {
 	p.state = stateMatched
 	p.client = cw
 	p.offer = Offer(c)
-	close(p.matched)
+	if p.matched != nil {
+		close(p.matched)
+	}
 	return p, p.wake
 }
 

@@ -416,7 +416,7 @@ func TestProxyGoneClientRetries(t *testing.T) {
 			clientRes <- result{a, err}
 		}()
 		synctest.Wait() // client matched "gone" and waits
-		<-gone.matched
+		<-m.matchedChan(gone)
 		if err := m.abandon(gone, context.Canceled); !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		}
@@ -443,7 +443,7 @@ func TestProxyGoneClientRetries(t *testing.T) {
 			a, err := m.Rendezvous(t.Context(), ClientOffer{NAT: NATUnrestricted})
 			clientRes <- result{a, err}
 		}()
-		<-gone2.matched
+		<-m.matchedChan(gone2)
 		_ = m.abandon(gone2, context.Canceled)
 		if cr := <-clientRes; !errors.Is(cr.err, ErrNoProxies) {
 			t.Fatalf("client got %+v, want ErrNoProxies", cr)

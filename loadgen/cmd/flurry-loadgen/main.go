@@ -228,6 +228,7 @@ func brokerFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Res
 	fs.Float64Var(&cfg.Rate, "rate", 0, "total offers per second per step (0: back to back)")
 	fs.DurationVar(&cfg.StepDuration, "duration", loadgen.DefaultStepDuration, "duration of each client step")
 	fs.Var(&idle, "idle-polls", "idle phase first: hold this many proxy polls at once, comma-separated steps (e.g. 1000,5000); needs -pid")
+	fs.BoolVar(&cfg.IdleBurst, "idle-burst", false, "start each idle step's new polls all at once (default: in batches of 250)")
 	fs.DurationVar(&cfg.IdleSettle, "idle-settle", loadgen.DefaultIdleSettle, "wait after each idle step's polls are waiting before sampling memory")
 	fs.Var(&proxyNAT, "proxy-nat", "proxy NAT mix, value=weight,...")
 	fs.Var(&proxyTypes, "proxy-types", "proxy type mix, value=weight,...")
