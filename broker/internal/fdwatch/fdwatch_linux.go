@@ -79,7 +79,8 @@ func (w *Watcher) run() {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			panic("fdwatch: epoll_wait: " + err.Error()) // only with a bad epfd: a bug here
+			w.fail() // only with a bad epfd: a bug here
+			return
 		}
 		for i := range events[:n] {
 			t := token(&events[i])
@@ -95,6 +96,22 @@ func (w *Watcher) run() {
 				wt.f()
 			}
 		}
+	}
+}
+
+// fail closes a watcher whose epoll instance no longer works and runs
+// every watch's function once, so that each owner finds its watch gone
+// (Rearm fails) instead of waiting for an event that will not come.
+func (w *Watcher) fail() {
+	w.mu.Lock()
+	watches := w.watches
+	w.closed = true
+	w.watches = nil
+	w.mu.Unlock()
+	unix.Close(w.epfd)
+	unix.Close(w.stopfd)
+	for _, wt := range watches {
+		wt.f()
 	}
 }
 
