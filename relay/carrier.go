@@ -296,9 +296,11 @@ func (c *carrier) readFirst() error {
 			continue
 		}
 		c.conn.Release()
+		c.r.stats.connsParked.Add(1)
 		if c.r.poller.Park(c.park, c, idleEnd) {
 			return errParked
 		}
+		c.r.stats.connsParked.Add(-1)
 		c.unparkable = true
 	}
 }

@@ -81,7 +81,10 @@ func New(cfg Config) (*Relay, error) {
 		conns:    newAdmission(Config{MaxCarriersPerAddr: cfg.MaxCarriersPerAddr}),
 	}
 	r.ws = wsserver.NewPools()
-	if p, err := idlepoll.New(func(c *carrier) { go c.resume() }); err == nil {
+	if p, err := idlepoll.New(func(c *carrier) {
+		r.stats.connsParked.Add(-1)
+		go c.resume()
+	}); err == nil {
 		r.poller = p
 	} else {
 		r.log.Debug("idle carriers keep a goroutine each", "error", err)
@@ -378,6 +381,7 @@ func (r *Relay) Stats() Stats {
 	s := Stats{
 		Connections:       int64(c.connsTotal.Load()),
 		ActiveConnections: c.connsActive.Load(),
+		ParkedConnections: c.connsParked.Load(),
 		Sessions:          int64(c.sessionsTotal.Load()),
 		ActiveSessions:    c.sessionsActive.Load(),
 		Streams:           int64(c.streamsTotal.Load()),
