@@ -132,8 +132,6 @@ func (c *carrier) serve() {
 	var hasSession bool
 	c.client, hasSession = c.r.attachClient(c.id, c.addr)
 	c.shard = c.r.shardFor(c.id)
-	c.stopWriter = make(chan struct{})
-	c.writerDone = make(chan struct{})
 	if hasSession {
 		c.startWriter()
 	}
@@ -153,8 +151,8 @@ func (c *carrier) resume() {
 	if err == errParked {
 		return // the carrier belongs to the poller now
 	}
-	close(c.stopWriter)
 	if c.writerStarted {
+		close(c.stopWriter)
 		<-c.writerDone
 	}
 	c.r.detachClient(c.id)
@@ -326,6 +324,9 @@ func (c *carrier) readMore(b []byte) (int, error) {
 
 func (c *carrier) startWriter() {
 	c.writerStarted = true
+	// Made here, not for every carrier: most idle ones never write.
+	c.stopWriter = make(chan struct{})
+	c.writerDone = make(chan struct{})
 	queue := c.shard.pconn.OutgoingQueue(c.idAddr)
 	go c.writeLoop(queue)
 }
