@@ -29,10 +29,11 @@ const (
 	carrierWriteTimeout = 30 * time.Second
 	// parkAfter is how long a carrier's reader waits for the next chunk
 	// before it gives its goroutine and read buffer up and parks the
-	// carrier in the relay's poller. Busy carriers never wait that long;
-	// an idle one wakes up about once per message it receives (Snowflake
-	// clients send smux keepalives every 10 s).
-	parkAfter = time.Second
+	// carrier in the relay's poller. Busy carriers rarely wait that long;
+	// an idle one wakes up for each message it receives (Snowflake clients
+	// send smux keepalives every 10 s), and holds a goroutine and a buffer
+	// for this long each time.
+	parkAfter = 200 * time.Millisecond
 )
 
 // errParked ends a carrier's read loop when the carrier parked: another
@@ -234,10 +235,16 @@ func (c *carrier) readLoop() error {
 		}
 		bp := c.r.pools.packets.Get().(*[]byte)
 		c.pr = prefixedReader{first: c.first[0], c: c}
-		n, err := encapsulation.ReadData(&c.pr, *bp)
+		n, data, err := encapsulation.ReadChunk(&c.pr, *bp)
 		if errors.Is(err, io.ErrShortBuffer) {
 			// Oversize packet: keep its head, as Snowflake does.
 			n, err = len(*bp), nil
+		}
+		if err == nil && !data {
+			// Padding: traffic for the idle timeout, nothing for KCP.
+			c.r.pools.packets.Put(bp)
+			c.refreshActive()
+			continue
 		}
 		if err == nil && !c.client.admitted.Load() && !c.r.admitSession(c, (*bp)[:n]) {
 			err = errSessionRefused

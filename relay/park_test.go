@@ -3,11 +3,13 @@
 package relay
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
 )
@@ -64,4 +66,35 @@ func TestParkedCarrierPingAndIdleTimeout(t *testing.T) {
 		st := r.Stats()
 		return st.ActiveConnections == 0 && st.ParkedConnections == 0
 	})
+}
+
+// TestPaddingKeepsCarrier: padding counts as traffic for the idle timeout,
+// and a carrier that has received only padding parks.
+func TestPaddingKeepsCarrier(t *testing.T) {
+	const idle = 3 * time.Second
+	r, wsURL := startRelay(t, Config{ForwardAddr: "127.0.0.1:1", CarrierIdleTimeout: idle})
+	ws, _, err := dialFrom(wsURL, "127.0.0.1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := websocketconn.New(ws)
+	defer conn.Close()
+	id := turbotunnel.NewClientID()
+	if _, err := conn.Write(append(append([]byte(nil), turbotunnel.Token[:]...), id[:]...)); err != nil {
+		t.Fatal(err)
+	}
+	var pad bytes.Buffer
+	if _, err := encapsulation.WritePadding(&pad, 1); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 * idle / time.Second {
+		time.Sleep(idle / 3)
+		if _, err := conn.Write(pad.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the carrier is parked", func() bool { return r.Stats().ParkedConnections == 1 })
+	}
+	if st := r.Stats(); st.ActiveConnections != 1 {
+		t.Errorf("%d carriers open after %v of padding, want 1", st.ActiveConnections, idle)
+	}
 }
