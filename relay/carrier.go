@@ -128,6 +128,12 @@ func (c *carrier) serve() {
 		c.end()
 		return
 	}
+	if c.r.poller != nil {
+		// Before the writer starts: it reads c.park.
+		if rc, err := c.conn.SyscallConn(); err == nil {
+			c.park = idlepoll.NewHandle(rc)
+		}
+	}
 	c.r.stats.connsTotal.Add(1)
 	c.r.stats.connsActive.Add(1)
 	var hasSession bool
@@ -135,11 +141,6 @@ func (c *carrier) serve() {
 	c.shard = c.r.shardFor(c.id)
 	if hasSession {
 		c.startWriter()
-	}
-	if c.r.poller != nil {
-		if rc, err := c.conn.SyscallConn(); err == nil {
-			c.park = idlepoll.NewHandle(rc)
-		}
 	}
 	c.active = time.Now()
 	c.resume()

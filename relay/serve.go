@@ -170,7 +170,8 @@ func (s *upgradeServer) serveConn(c net.Conn) {
 	req, err := http.ReadRequest(br)
 	if err != nil {
 		if !errors.Is(err, io.EOF) {
-			s.r.log.Debug("bad upgrade request", "error", err)
+			// Not the error: it may quote the request.
+			s.r.log.Debug("malformed upgrade request")
 			_, _ = io.WriteString(conn, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 		}
 		return

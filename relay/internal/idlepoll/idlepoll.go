@@ -14,9 +14,8 @@ const sweepInterval = time.Second
 // A Handle is one connection's registration; keep one per connection, made
 // by NewHandle, and use it with one Poller.
 type Handle struct {
-	rc    syscall.RawConn
-	key   uint64
-	added bool // the socket is in the Poller's epoll set (owned by the parking goroutine)
+	rc  syscall.RawConn
+	key uint64
 }
 
 // keys numbers Handles, so that an event never reaches a connection that

@@ -67,17 +67,14 @@ func (p *Poller[T]) Park(h *Handle, v T, deadline time.Time) bool {
 	}
 	var cerr error
 	err := h.rc.Control(func(fd uintptr) {
-		op := unix.EPOLL_CTL_MOD
-		if !h.added {
-			op = unix.EPOLL_CTL_ADD
-		}
-		cerr = unix.EpollCtl(p.epfd, op, int(fd), &ev)
-		if errors.Is(cerr, unix.EEXIST) {
-			cerr = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, int(fd), &ev)
+		// Re-arm; the first time, add. (Nothing about h may change here:
+		// once armed, v may already be someone else's.)
+		cerr = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, int(fd), &ev)
+		if errors.Is(cerr, unix.ENOENT) {
+			cerr = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev)
 		}
 	})
 	if err == nil && cerr == nil {
-		h.added = true
 		return true
 	}
 	// Not armed, so only Wake, the sweep or Close can have taken v back
