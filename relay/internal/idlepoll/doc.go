@@ -6,7 +6,8 @@
 //
 // On Linux a Poller is one epoll instance of its own (the runtime's
 // netpoller keeps its registration too: a socket may be in several epoll
-// sets) and one goroutine, locked in epoll_wait, for all parked
-// connections; a parked connection costs a map entry. Elsewhere Park
-// always reports false and the caller keeps reading as before.
+// sets) and one goroutine, blocked in epoll_wait, for all parked
+// connections; a parked connection costs a map entry. Elsewhere New
+// reports errors.ErrUnsupported, and the caller keeps a goroutine reading
+// each connection as before.
 package idlepoll
