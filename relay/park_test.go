@@ -4,6 +4,7 @@ package relay
 
 import (
 	"bytes"
+	"net"
 	"testing"
 	"time"
 
@@ -13,6 +14,22 @@ import (
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
 )
+
+// openIdleCarrier opens a carrier that sends the token and a ClientID, and
+// nothing else.
+func openIdleCarrier(t *testing.T, wsURL string) (*websocket.Conn, net.Conn) {
+	t.Helper()
+	ws, _, err := dialFrom(wsURL, "127.0.0.1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := websocketconn.New(ws)
+	id := turbotunnel.NewClientID()
+	if _, err := conn.Write(append(append([]byte(nil), turbotunnel.Token[:]...), id[:]...)); err != nil {
+		t.Fatal(err)
+	}
+	return ws, conn
+}
 
 // TestParkedCarrierCarriesOn: a carrier with a session parks when it
 // idles, and carries the session's traffic again when some comes.
@@ -34,21 +51,13 @@ func TestParkedCarrierCarriesOn(t *testing.T) {
 func TestParkedCarrierPingAndIdleTimeout(t *testing.T) {
 	const idle = 3 * time.Second
 	r, wsURL := startRelay(t, Config{ForwardAddr: "127.0.0.1:1", CarrierIdleTimeout: idle})
-	ws, _, err := dialFrom(wsURL, "127.0.0.1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	start := time.Now()
+	ws, conn := openIdleCarrier(t, wsURL)
 	pongs := make(chan struct{}, 1)
 	ws.SetPongHandler(func(string) error {
 		pongs <- struct{}{}
 		return nil
 	})
-	conn := websocketconn.New(ws)
-	id := turbotunnel.NewClientID()
-	start := time.Now()
-	if _, err := conn.Write(append(append([]byte(nil), turbotunnel.Token[:]...), id[:]...)); err != nil {
-		t.Fatal(err)
-	}
 	eventually(t, "the idle carrier is parked", func() bool { return r.Stats().ParkedConnections == 1 })
 	if err := ws.WriteControl(websocket.PingMessage, []byte("hi"), time.Now().Add(10*time.Second)); err != nil {
 		t.Fatal(err)
@@ -73,16 +82,8 @@ func TestParkedCarrierPingAndIdleTimeout(t *testing.T) {
 func TestPaddingKeepsCarrier(t *testing.T) {
 	const idle = 3 * time.Second
 	r, wsURL := startRelay(t, Config{ForwardAddr: "127.0.0.1:1", CarrierIdleTimeout: idle})
-	ws, _, err := dialFrom(wsURL, "127.0.0.1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := websocketconn.New(ws)
+	_, conn := openIdleCarrier(t, wsURL)
 	defer conn.Close()
-	id := turbotunnel.NewClientID()
-	if _, err := conn.Write(append(append([]byte(nil), turbotunnel.Token[:]...), id[:]...)); err != nil {
-		t.Fatal(err)
-	}
 	var pad bytes.Buffer
 	if _, err := encapsulation.WritePadding(&pad, 1); err != nil {
 		t.Fatal(err)
