@@ -4,7 +4,12 @@ package relay
 
 import (
 	"bytes"
+	"crypto/tls"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +102,59 @@ func TestPaddingKeepsCarrier(t *testing.T) {
 	}
 	if st := r.Stats(); st.ActiveConnections != 1 {
 		t.Errorf("%d carriers open after %v of padding, want 1", st.ActiveConnections, idle)
+	}
+}
+
+// TestTLSCarrierParks: a wss carrier parks and wakes like a plain one
+// (readiness of the socket under TLS), and the relay's Close ends it
+// cleanly.
+func TestTLSCarrierParks(t *testing.T) {
+	ts := httptest.NewTLSServer(http.NotFoundHandler())
+	cert := ts.TLS.Certificates[0] // httptest's own certificate for 127.0.0.1
+	ts.Close()
+	const idle = 3 * time.Second
+	r, wsURL := startRelay(t, Config{
+		ForwardAddr:        "127.0.0.1:1",
+		TLSConfig:          &tls.Config{Certificates: []tls.Certificate{cert}},
+		CarrierIdleTimeout: idle,
+	})
+	d := websocket.Dialer{
+		HandshakeTimeout: 10 * time.Second,
+		TLSClientConfig:  &tls.Config{InsecureSkipVerify: true}, // #nosec G402 -- the test's own relay
+	}
+	ws, resp, err := d.Dial("wss"+strings.TrimPrefix(wsURL, "ws"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	conn := websocketconn.New(ws)
+	defer conn.Close()
+	id := turbotunnel.NewClientID()
+	if _, err := conn.Write(append(append([]byte(nil), turbotunnel.Token[:]...), id[:]...)); err != nil {
+		t.Fatal(err)
+	}
+	// Padding past the idle timeout, each time to a parked carrier: it
+	// stays open only if each one woke it.
+	var pad bytes.Buffer
+	if _, err := encapsulation.WritePadding(&pad, 1); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 * idle / time.Second {
+		eventually(t, "the carrier is parked", func() bool { return r.Stats().ParkedConnections == 1 })
+		time.Sleep(idle / 3)
+		if _, err := conn.Write(pad.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := r.Stats(); st.ActiveConnections != 1 {
+		t.Fatalf("%d carriers open after %v of padding, want 1", st.ActiveConnections, 2*idle)
+	}
+	r.Close()
+	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.Copy(io.Discard, conn)
+	if isTimeout(err) || err != nil && strings.Contains(err.Error(), "bad record MAC") {
+		t.Errorf("client, after the relay closed: %v", err)
 	}
 }
