@@ -13,11 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
-	"github.com/flurrypt/flurry/common/websocketconn"
+	"github.com/flurrypt/flurry/relay/internal/wsserver"
 )
 
 // allocRuns is the number of packets each allocation count averages over.
@@ -27,7 +25,7 @@ import (
 const allocRuns = 500
 
 // allocHarness is one carrier, served by carrier.serve exactly as the relay
-// serves it (the relay's Upgrader, buffer pools, handshake, read loop and
+// serves it (the relay's upgrade, buffer pools, handshake, read loop and
 // write loop), whose shard is a bare QueuePacketConn with no KCP on top: the
 // test plays KCP's part (ReadFrom, WriteTo) so that the allocations counted
 // are the carrier's, not kcp-go's. The proxy end is the raw TCP connection
@@ -55,9 +53,9 @@ func newAllocHarness(tb testing.TB) *allocHarness {
 		pconn.Close()
 	})
 
-	wsc := make(chan *websocket.Conn, 1)
+	wsc := make(chan *wsserver.Conn, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ws, err := r.upgrader.Upgrade(w, req, nil)
+		ws, err := wsserver.Upgrade(w, req, r.ws, time.Minute)
 		if err != nil {
 			close(wsc)
 			return
@@ -76,12 +74,10 @@ func newAllocHarness(tb testing.TB) *allocHarness {
 	if ws == nil {
 		tb.Fatal("upgrade failed")
 	}
-	c := newCarrier(r, websocketconn.New(ws), netip.Addr{})
+	c := newCarrier(r, ws, netip.Addr{})
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.serve()
-	}()
+	c.ended = func() { close(done) }
+	go c.serve()
 	// Cleanups run last-in first-out: the carrier ends (its peer gone)
 	// before the relay gets its shards back.
 	tb.Cleanup(func() {
@@ -173,38 +169,32 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 }
 
 // TestCarrierAllocsPerPacket locks the heap allocations of the carrier's
-// per-packet steady state, both ways, at gorilla v1.5.3's floor (measured
-// with go1.26; common/websocketconn's TestAllocsPerMessage explains where
-// gorilla's allocations come from):
+// per-packet steady state, both ways, at 0 (measured with go1.26):
 //
-//   - In (WebSocket message → websocketconn.Read → encapsulation.ReadData
-//     into a pooled packet buffer → QueuePacketConn.QueueIncoming →
-//     ReadFrom and the session look-up by addr.String(), which is what
-//     kcp-go's Listener does with each packet): 1 allocation per message,
-//     gorilla's NextReader messageReader. Everything of ours is pooled or
-//     lives in the carrier (the look-ahead byte, the prefixedReader, the
-//     ClientID's Addr made once, whose String returns a string it already
-//     has: a bare ClientID cost one more allocation per packet here); a
-//     message with two packets still costs 1.
+//   - In (WebSocket frame → wsserver.Conn.Read from a pooled read buffer →
+//     encapsulation.ReadData into a pooled packet buffer →
+//     QueuePacketConn.QueueIncoming → ReadFrom and the session look-up by
+//     addr.String(), which is what kcp-go's Listener does with each
+//     packet): everything is pooled or lives in the carrier (the look-ahead
+//     byte, the prefixedReader, the ClientID's Addr made once, whose String
+//     returns a string it already has), also for a message with two
+//     packets. gorilla's reader cost 1 (its messageReader).
 //   - Out (QueuePacketConn.WriteTo, which is KCP's write → OutgoingQueue →
 //     encapsulation.WriteData into a pooled bytes.Buffer → Restore →
-//     websocketconn.Write): 1 allocation per message, the box gorilla puts
-//     its pooled write buffer back in. (The write loop batches packets that
-//     are already waiting into one message; a test cannot make that happen
-//     deterministically, so only single-packet messages are counted.)
+//     wsserver.Conn.Write through a pooled frame buffer, kept as a pointer
+//     so that putting it back boxes nothing). gorilla cost 1. (The write
+//     loop batches packets that are already waiting into one message; a
+//     test cannot make that happen deterministically, so only
+//     single-packet messages are counted.)
 //
-// The floor is asserted exactly: more is a regression in the relay's data
-// path; fewer means gorilla or the compiler got better, and the floor here
-// and in docs/performance.md should come down with it.
+// More is a regression in the relay's data path.
 func TestCarrierAllocsPerPacket(t *testing.T) {
 	if raceEnabled {
 		// The race detector's sync.Pool drops a quarter of the items
 		// put back at random (to flush out reuse bugs), and every pool on
 		// the path (packets, turbotunnel buffers and their boxes,
-		// messages, gorilla's write buffers) then makes new ones: measured
-		// about 2.2, 3.4 and 2.5 allocations per message instead of 1, 1
-		// and 1, varying from run to run. The count is noise, not the
-		// floor.
+		// messages, WebSocket read and write buffers) then makes new ones:
+		// the count varies from run to run. It is noise, not the floor.
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	for _, size := range []int{24, turbotunnel.MTU} { // an ACK-only KCP packet, a full one
@@ -230,20 +220,20 @@ func TestCarrierAllocsPerPacket(t *testing.T) {
 			in2 := appendMaskedFrame(nil, chunked(t, pkt, pkt))
 			out := make([]byte, serverFrameLen(len(chunk)))
 
-			checkAllocs(t, "in, one packet per message", 1, func() {
+			checkAllocs(t, "in, one packet per message", 0, func() {
 				if _, err := h.peer.Write(in1); err != nil {
 					t.Fatal(err)
 				}
 				readPacket()
 			})
-			checkAllocs(t, "in, two packets per message", 1, func() {
+			checkAllocs(t, "in, two packets per message", 0, func() {
 				if _, err := h.peer.Write(in2); err != nil {
 					t.Fatal(err)
 				}
 				readPacket()
 				readPacket()
 			})
-			checkAllocs(t, "out, one packet per message", 1, func() {
+			checkAllocs(t, "out, one packet per message", 0, func() {
 				if _, err := h.pconn.WriteTo(pkt, h.id); err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/relay/internal/idlepoll"
+	"github.com/flurrypt/flurry/relay/internal/wsserver"
 )
 
 const (
@@ -19,14 +22,23 @@ const (
 	// ones are truncated, as in Snowflake (KCP's MTU is 1400).
 	maxPacketSize = turbotunnel.MTU
 	// maxMessageSize bounds a WebSocket message built from a batch of
-	// outgoing packets. With gorilla's 4 KiB pooled write buffer (14 bytes
-	// of which are the frame header), a batch still goes out in gorilla's
-	// single-copy fast path.
-	maxMessageSize = 4096 - 14
+	// outgoing packets: one that goes out in a single write.
+	maxMessageSize = wsserver.MaxSingleWrite
 	// carrierWriteTimeout closes a carrier whose peer does not take a
 	// message for this long.
 	carrierWriteTimeout = 30 * time.Second
+	// parkAfter is how long a carrier's reader waits for the next chunk
+	// before it gives its goroutine and read buffer up and parks the
+	// carrier in the relay's poller. Busy carriers rarely wait that long;
+	// an idle one wakes up for each message it receives (Snowflake clients
+	// send smux keepalives every 10 s), and holds a goroutine and a buffer
+	// for this long each time.
+	parkAfter = 200 * time.Millisecond
 )
+
+// errParked ends a carrier's read loop when the carrier parked: another
+// goroutine resumes it.
+var errParked = errors.New("carrier parked")
 
 // bufferPools are the relay's pooled buffers.
 type bufferPools struct {
@@ -40,6 +52,8 @@ type bufferPools struct {
 	// copies holds *[]byte buffers of copyBufferSize for reading from
 	// targets.
 	copies sync.Pool
+	// requests holds *bufio.Reader for reading upgrade requests.
+	requests sync.Pool
 }
 
 func newBufferPools() *bufferPools {
@@ -55,6 +69,7 @@ func newBufferPools() *bufferPools {
 		b := make([]byte, copyBufferSize)
 		return &b
 	}
+	p.requests.New = func() any { return bufio.NewReader(nil) }
 	return p
 }
 
@@ -67,17 +82,24 @@ func newBufferPools() *bufferPools {
 // where each chunk is an encapsulation data chunk (one KCP packet) or
 // padding (skipped). Message boundaries do not matter.
 //
-// Goroutines: the reader (serve) runs from the end of the upgrade to the
-// end of the connection; the writer starts when the carrier has something
-// to send (its ClientID has a session, or it has delivered a packet) and
-// is joined by the reader.
+// Goroutines: a reader runs from the end of the upgrade to the end of the
+// connection, except while the carrier is parked: when nothing has come for
+// parkAfter, the reader hands the carrier to the relay's poller and ends,
+// and a new reader starts when the connection is readable again (or its
+// idle deadline passes, or it is closed). A parked carrier holds no
+// goroutine and no buffer. The writer starts when the carrier has
+// something to send (its ClientID has a session, or it has delivered a
+// packet) and is joined by the reader that ends the carrier.
 type carrier struct {
-	r    *Relay
-	conn net.Conn
-	addr netip.Addr // client_ip from the URL, zero if unknown
-	peer netip.Addr // the proxy's budget key (see admission.go)
+	r     *Relay
+	conn  *wsserver.Conn
+	addr  netip.Addr       // client_ip from the URL, zero if unknown
+	peer  netip.Addr       // the proxy's budget key (see admission.go)
+	ended func()           // called once the carrier has ended, if set
+	park  *idlepoll.Handle // nil: the carrier never parks
 
-	// Owned by the reader goroutine.
+	// Owned by the reader (one at a time; the poller hands the carrier
+	// from one to the next).
 	hdr           [turbotunnel.TokenLen + 8]byte
 	first         [1]byte
 	pr            prefixedReader
@@ -88,38 +110,75 @@ type carrier struct {
 	writerStarted bool
 	stopWriter    chan struct{} // closed by the reader when it ends
 	writerDone    chan struct{} // closed by the writer
+	active        time.Time     // when a chunk last arrived (coarsely: see refreshActive)
+	deadline      time.Time     // the read deadline set on conn
+	unparkable    bool          // the poller refused the carrier: wait here
 }
 
-func newCarrier(r *Relay, conn net.Conn, addr netip.Addr) *carrier {
+func newCarrier(r *Relay, conn *wsserver.Conn, addr netip.Addr) *carrier {
 	return &carrier{r: r, conn: conn, addr: addr}
 }
 
-// serve runs the carrier: handshake, then the read loop. It closes the
-// connection before returning.
+// serve runs the carrier from the end of the upgrade: the handshake, then
+// the read loop. It returns when the carrier has ended or parked.
 func (c *carrier) serve() {
-	defer c.conn.Close()
 	if !c.handshake() {
+		c.conn.Close()
+		c.conn.Release()
+		c.end()
 		return
+	}
+	if c.r.poller != nil {
+		// Before the writer starts: it reads c.park.
+		if rc, err := c.conn.SyscallConn(); err == nil {
+			c.park = idlepoll.NewHandle(rc)
+		}
 	}
 	c.r.stats.connsTotal.Add(1)
 	c.r.stats.connsActive.Add(1)
-	defer c.r.stats.connsActive.Add(-1)
 	var hasSession bool
 	c.client, hasSession = c.r.attachClient(c.id, c.addr)
-	defer c.r.detachClient(c.id)
 	c.shard = c.r.shardFor(c.id)
-	c.stopWriter = make(chan struct{})
-	c.writerDone = make(chan struct{})
 	if hasSession {
 		c.startWriter()
 	}
+	c.active = time.Now()
+	c.resume()
+}
+
+// resume runs the read loop until the carrier parks or ends. The poller
+// calls it in a goroutine of its own.
+func (c *carrier) resume() {
 	err := c.readLoop()
-	close(c.stopWriter)
+	if err == errParked {
+		return // the carrier belongs to the poller now
+	}
 	if c.writerStarted {
+		close(c.stopWriter)
 		<-c.writerDone
 	}
+	c.r.detachClient(c.id)
+	c.r.stats.connsActive.Add(-1)
+	c.conn.Close()
+	c.conn.Release()
 	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && err != errSessionRefused { // readLoop always ends with an error
 		c.r.log.Debug("carrier ended", "err", err)
+	}
+	c.end()
+}
+
+func (c *carrier) end() {
+	if c.ended != nil {
+		c.ended()
+	}
+}
+
+// closeConn closes the connection from outside the reader, and wakes the
+// carrier if it is parked so that it ends.
+func (c *carrier) closeConn() {
+	c.conn.Close()
+	if c.park != nil {
+		c.r.poller.Wake(c.park)
 	}
 }
 
@@ -169,29 +228,24 @@ func isTimeout(err error) bool {
 }
 
 // readLoop feeds the carrier's packets to its KCP state machine until the
-// connection ends.
+// connection ends or the carrier parks.
 func (c *carrier) readLoop() error {
-	idle := c.r.cfg.CarrierIdleTimeout
-	var deadlineSet time.Time
 	for {
-		// Push the idle deadline forward, but not on every packet.
-		if now := time.Now(); now.Sub(deadlineSet) > idle/16 {
-			if err := c.conn.SetReadDeadline(now.Add(idle)); err != nil {
-				return err
-			}
-			deadlineSet = now
-		}
-		// Wait for the first byte of the next chunk without holding a
-		// packet buffer: an idle carrier should cost as little as possible.
-		if _, err := c.conn.Read(c.first[:]); err != nil {
+		if err := c.readFirst(); err != nil {
 			return err
 		}
 		bp := c.r.pools.packets.Get().(*[]byte)
-		c.pr = prefixedReader{first: c.first[0], r: c.conn}
-		n, err := encapsulation.ReadData(&c.pr, *bp)
+		c.pr = prefixedReader{first: c.first[0], c: c}
+		n, data, err := encapsulation.ReadChunk(&c.pr, *bp)
 		if errors.Is(err, io.ErrShortBuffer) {
 			// Oversize packet: keep its head, as Snowflake does.
 			n, err = len(*bp), nil
+		}
+		if err == nil && !data {
+			// Padding: traffic for the idle timeout, nothing for KCP.
+			c.r.pools.packets.Put(bp)
+			c.refreshActive()
+			continue
 		}
 		if err == nil && !c.client.admitted.Load() && !c.r.admitSession(c, (*bp)[:n]) {
 			err = errSessionRefused
@@ -200,6 +254,7 @@ func (c *carrier) readLoop() error {
 			c.r.pools.packets.Put(bp)
 			return err
 		}
+		c.refreshActive()
 		if !c.writerStarted {
 			// Start sending before the packet is queued, so that the
 			// answer to it finds a writer.
@@ -211,8 +266,75 @@ func (c *carrier) readLoop() error {
 	}
 }
 
+// refreshActive records that a chunk arrived, but moves the idle deadline
+// only every 1/16 of it: deadlines cost a timer update.
+func (c *carrier) refreshActive() {
+	if now := time.Now(); now.Sub(c.active) > c.r.cfg.CarrierIdleTimeout/16 {
+		c.active = now
+	}
+}
+
+// readFirst reads the first byte of the next chunk into c.first without
+// holding a packet buffer. If nothing comes for parkAfter, it parks the
+// carrier and returns errParked; if nothing comes before the idle
+// deadline, it returns the timeout.
+func (c *carrier) readFirst() error {
+	idleEnd := c.active.Add(c.r.cfg.CarrierIdleTimeout)
+	for {
+		dl := idleEnd
+		if c.park != nil && !c.unparkable {
+			if t := time.Now().Add(parkAfter); t.Before(dl) {
+				dl = t
+			}
+		}
+		// Move the deadline forward, but not on every chunk.
+		if dl.Before(c.deadline) || dl.Sub(c.deadline) > parkAfter/4 {
+			if err := c.conn.SetReadDeadline(dl); err != nil {
+				return err
+			}
+			c.deadline = dl
+		}
+		_, err := c.conn.Read(c.first[:])
+		if err == nil || !isTimeout(err) || !time.Now().Before(idleEnd) {
+			return err
+		}
+		if c.park == nil || c.unparkable {
+			continue
+		}
+		c.conn.Release()
+		c.r.stats.connsParked.Add(1)
+		if c.r.poller.Park(c.park, c, idleEnd) {
+			return errParked
+		}
+		c.r.stats.connsParked.Add(-1)
+		c.unparkable = true
+	}
+}
+
+// readMore reads the rest of a chunk: a deadline set for parking does not
+// cut a chunk short, only the idle deadline does.
+func (c *carrier) readMore(b []byte) (int, error) {
+	for {
+		n, err := c.conn.Read(b)
+		if err == nil || !isTimeout(err) {
+			return n, err
+		}
+		idleEnd := c.active.Add(c.r.cfg.CarrierIdleTimeout)
+		if !c.deadline.Before(idleEnd) {
+			return n, err
+		}
+		if err := c.conn.SetReadDeadline(idleEnd); err != nil {
+			return n, err
+		}
+		c.deadline = idleEnd
+	}
+}
+
 func (c *carrier) startWriter() {
 	c.writerStarted = true
+	// Made here, not for every carrier: most idle ones never write.
+	c.stopWriter = make(chan struct{})
+	c.writerDone = make(chan struct{})
 	queue := c.shard.pconn.OutgoingQueue(c.idAddr)
 	go c.writeLoop(queue)
 }
@@ -234,7 +356,7 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 		}
 		if !ok {
 			// The ClientID's queue expired: nothing more will come.
-			c.conn.Close()
+			c.closeConn()
 			return
 		}
 		buf := c.r.pools.messages.Get().(*bytes.Buffer)
@@ -259,7 +381,7 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 		}
 		c.r.pools.messages.Put(buf)
 		if err != nil || !ok {
-			c.conn.Close()
+			c.closeConn()
 			return
 		}
 		// Keep the ClientID's queue from expiring while it is served.
@@ -273,11 +395,12 @@ func (c *carrier) appendPacket(buf *bytes.Buffer, p []byte) {
 	c.r.stats.carrierOut.Add(uint64(len(p)))
 }
 
-// prefixedReader reads one byte that was read ahead, then r.
+// prefixedReader reads one byte that was read ahead, then the rest of the
+// carrier's chunk.
 type prefixedReader struct {
 	first byte
 	done  bool
-	r     io.Reader
+	c     *carrier
 }
 
 func (p *prefixedReader) Read(b []byte) (int, error) {
@@ -289,5 +412,5 @@ func (p *prefixedReader) Read(b []byte) (int, error) {
 		b[0] = p.first
 		return 1, nil
 	}
-	return p.r.Read(b)
+	return p.c.readMore(b)
 }

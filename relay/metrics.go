@@ -40,6 +40,7 @@ var refuseReasons = [...]string{refuseMalformed, refuseAddr, refuseGlobal}
 type counters struct {
 	connsTotal     atomic.Uint64
 	connsActive    atomic.Int64 // carriers past the handshake
+	connsParked    atomic.Int64 // of which parked (idle: no goroutine, no buffer)
 	sessionsTotal  atomic.Uint64
 	sessionsActive atomic.Int64
 	streamsTotal   atomic.Uint64
@@ -78,7 +79,10 @@ func (c *counters) fail(reason string) {
 
 // Stats is a snapshot of the relay's counters.
 type Stats struct {
-	Connections, ActiveConnections  int64
+	Connections, ActiveConnections int64
+	// ParkedConnections are the active connections that idle in the
+	// relay's poller, without a goroutine or buffer of their own.
+	ParkedConnections               int64
 	Sessions, ActiveSessions        int64
 	Streams, ActiveStreams          int64
 	DialFailures                    uint64
@@ -121,6 +125,7 @@ func newRegistry(c *counters, drops func() float64) *prometheus.Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		counter("connections_total", "WebSocket connections that completed the turbotunnel handshake.", u(&c.connsTotal)),
 		gauge("connections", "Open WebSocket connections past the handshake.", i(&c.connsActive)),
+		gauge("connections_parked", "Open connections idle in the poller, without a goroutine or buffer.", i(&c.connsParked)),
 		counter("sessions_total", "KCP sessions started.", u(&c.sessionsTotal)),
 		gauge("sessions", "Live KCP sessions.", i(&c.sessionsActive)),
 		counter("streams_total", "smux streams accepted.", u(&c.streamsTotal)),

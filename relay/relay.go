@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -14,12 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flurrypt/flurry/common/turbotunnel"
-	"github.com/flurrypt/flurry/common/websocketconn"
+	"github.com/flurrypt/flurry/relay/internal/idlepoll"
+	"github.com/flurrypt/flurry/relay/internal/wsserver"
 )
 
 // Relay is the bridge end of Flurry (Snowflake's "server"). Create it with
@@ -30,9 +29,10 @@ type Relay struct {
 	log      *slog.Logger
 	seed     maphash.Seed // per-process key for assigning ClientIDs to shards
 	shards   []*shard
-	upgrader websocket.Upgrader
 	stats    counters
 	pools    *bufferPools
+	ws       *wsserver.Pools            // the carriers' WebSocket read and write buffers
+	poller   *idlepoll.Poller[*carrier] // idle carriers waiting to be readable; nil where unsupported
 	registry *prometheus.Registry
 	backends *backendPool // nil without Config.Backends
 	adm      *admission   // per-peer budgets of the handler (forwarded addresses from trusted proxies)
@@ -81,14 +81,14 @@ func New(cfg Config) (*Relay, error) {
 		adm:      newAdmission(cfg),
 		conns:    newAdmission(Config{MaxCarriersPerAddr: cfg.MaxCarriersPerAddr}),
 	}
-	r.upgrader = websocket.Upgrader{
-		HandshakeTimeout: cfg.HandshakeTimeout,
-		ReadBufferSize:   websocketconn.RecommendedReadBufferSize,
-		WriteBufferSize:  websocketconn.RecommendedWriteBufferSize,
-		WriteBufferPool:  new(sync.Pool),
-		// Proxies run in browsers on any origin; the relay has no cookies
-		// or ambient authority to protect.
-		CheckOrigin: func(*http.Request) bool { return true },
+	r.ws = wsserver.NewPools()
+	if p, err := idlepoll.New(func(c *carrier) {
+		r.stats.connsParked.Add(-1)
+		go c.resume()
+	}); err == nil {
+		r.poller = p
+	} else {
+		r.log.Debug("idle carriers keep a goroutine each", "error", err)
 	}
 	for i := range cfg.NumTurbotunnel {
 		s, err := newShard(r, i)
@@ -142,16 +142,18 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := r.upgrader.Upgrade(w, req, nil)
+	// Proxies run in browsers on any origin, and the relay has no cookies
+	// or ambient authority to protect: Origin is not checked.
+	ws, err := wsserver.Upgrade(w, req, r.ws, r.cfg.HandshakeTimeout)
 	if err != nil {
-		// gorilla has already answered (400, 405, 403...).
+		// Upgrade has already answered (400, 405...).
 		r.releaseConn()
 		r.adm.removeCarrier(peer)
 		r.stats.fail(failUpgrade)
 		r.log.Debug("websocket upgrade failed", "err", err)
 		return
 	}
-	c := newCarrier(r, websocketconn.New(ws), parseClientIP(req.URL.Query().Get("client_ip")))
+	c := newCarrier(r, ws, parseClientIP(req.URL.Query().Get("client_ip")))
 	c.peer = peer
 	if !r.addCarrier(c) {
 		c.conn.Close()
@@ -159,16 +161,15 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		r.adm.removeCarrier(peer)
 		return
 	}
-	// Serve the carrier in a goroutine of its own and return: the HTTP
-	// server's goroutine would otherwise keep its request buffers (about
-	// 8 KiB) alive for the life of the connection.
-	go func() {
-		defer r.wg.Done()
-		defer r.releaseConn()
-		defer r.adm.removeCarrier(peer)
-		defer r.removeCarrier(c)
-		c.serve()
-	}()
+	c.ended = func() {
+		r.removeCarrier(c)
+		r.adm.removeCarrier(peer)
+		r.releaseConn()
+		r.wg.Done()
+	}
+	// Serve the carrier in a goroutine of its own and return, so that an
+	// HTTP server's request buffers become garbage at once.
+	go c.serve()
 }
 
 // reserveConn counts a new connection against MaxConns.
@@ -282,54 +283,6 @@ func (r *Relay) endSession(s *session) {
 	}
 }
 
-// Serve accepts WebSocket carriers on ln until ctx is done or the relay is
-// closed, then shuts the HTTP server down gracefully (bounded by
-// ShutdownTimeout) and returns. It may be called for several listeners at
-// once. It does not close the relay's sessions: call Close for that.
-func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           r.Handler(),
-		ReadHeaderTimeout: r.cfg.HandshakeTimeout,
-		ReadTimeout:       r.cfg.HandshakeTimeout,
-		WriteTimeout:      r.cfg.HandshakeTimeout,
-		IdleTimeout:       r.cfg.HandshakeTimeout,
-		MaxHeaderBytes:    16 << 10,
-		// A WebSocket needs HTTP/1.1: never offer h2.
-		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
-		ErrorLog:     slog.NewLogLogger(r.log.Handler(), slog.LevelDebug),
-	}
-	ln = limitListener{Listener: ln, r: r}
-	if r.cfg.TLSConfig != nil {
-		tc := r.cfg.TLSConfig.Clone()
-		if len(tc.NextProtos) == 0 {
-			tc.NextProtos = []string{"http/1.1"}
-		}
-		ln = tls.NewListener(ln, tc)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	case <-r.closing:
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	select {
-	case <-r.closing:
-		return ErrClosed
-	default:
-		return nil
-	}
-}
-
 // Run listens on ListenAddr (and serves metrics on MetricsAddr if set),
 // serves until ctx is done, then closes the relay.
 func (r *Relay) Run(ctx context.Context) error {
@@ -405,6 +358,10 @@ func (r *Relay) Close() error {
 		for _, c := range carriers {
 			c.conn.Close()
 		}
+		if r.poller != nil {
+			// Parked carriers notice that they are closed.
+			r.poller.Close()
+		}
 		for _, s := range sessions {
 			s.close()
 		}
@@ -422,6 +379,7 @@ func (r *Relay) Stats() Stats {
 	s := Stats{
 		Connections:       int64(c.connsTotal.Load()),
 		ActiveConnections: c.connsActive.Load(),
+		ParkedConnections: c.connsParked.Load(),
 		Sessions:          int64(c.sessionsTotal.Load()),
 		ActiveSessions:    c.sessionsActive.Load(),
 		Streams:           int64(c.streamsTotal.Load()),

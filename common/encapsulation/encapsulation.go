@@ -86,46 +86,54 @@ type availableBufferWriter interface {
 // buffered reader (*bufio.Reader) unless r is already buffered in memory.
 func ReadData(r io.Reader, p []byte) (int, error) {
 	for {
-		b, err := readByte(r, p)
-		if err != nil {
-			// The only place an io.EOF is passed through.
-			return 0, err
+		n, data, err := ReadChunk(r, p)
+		if data || err != nil {
+			return n, err
 		}
-		isData := b&dataBit != 0
-		more := b&firstMoreBit != 0
-		n := int(b & firstValueMask)
-		for i := 1; more; i++ {
-			if i == MaxPrefixLength {
-				return 0, ErrTooLong
-			}
-			b, err = readByte(r, p)
-			if err != nil {
-				return 0, unexpectedEOF(err)
-			}
-			more = b&contMoreBit != 0
-			n = n<<7 | int(b&contValueMask)
-		}
-
-		if !isData {
-			if err := discard(r, n, p); err != nil {
-				return 0, err
-			}
-			continue
-		}
-
-		m := min(n, len(p))
-		if _, err := io.ReadFull(r, p[:m]); err != nil {
-			return 0, unexpectedEOF(err)
-		}
-		if m < n {
-			// p holds the data now: discard the tail without it.
-			if err := discard(r, n-m, nil); err != nil {
-				return 0, err
-			}
-			return m, io.ErrShortBuffer
-		}
-		return m, nil
 	}
+}
+
+// ReadChunk reads the next chunk from r: a data chunk as ReadData does
+// (data is true), or a padding chunk, which it discards (data is false, n
+// is 0). It returns after one chunk, so that a caller waiting for input
+// between chunks sees padding arrive. Errors are ReadData's.
+func ReadChunk(r io.Reader, p []byte) (n int, data bool, err error) {
+	b, err := readByte(r, p)
+	if err != nil {
+		// The only place an io.EOF is passed through.
+		return 0, false, err
+	}
+	isData := b&dataBit != 0
+	more := b&firstMoreBit != 0
+	n = int(b & firstValueMask)
+	for i := 1; more; i++ {
+		if i == MaxPrefixLength {
+			return 0, false, ErrTooLong
+		}
+		b, err = readByte(r, p)
+		if err != nil {
+			return 0, false, unexpectedEOF(err)
+		}
+		more = b&contMoreBit != 0
+		n = n<<7 | int(b&contValueMask)
+	}
+
+	if !isData {
+		return 0, false, discard(r, n, p)
+	}
+
+	m := min(n, len(p))
+	if _, err := io.ReadFull(r, p[:m]); err != nil {
+		return 0, false, unexpectedEOF(err)
+	}
+	if m < n {
+		// p holds the data now: discard the tail without it.
+		if err := discard(r, n-m, nil); err != nil {
+			return 0, false, err
+		}
+		return m, true, io.ErrShortBuffer
+	}
+	return m, true, nil
 }
 
 // unexpectedEOF turns io.EOF into io.ErrUnexpectedEOF.

@@ -649,3 +649,32 @@ func sizeName(n int) string {
 		return "3000B"
 	}
 }
+
+// TestReadChunkReportsPadding: ReadChunk returns after each chunk, padding
+// included, so that a reader sees padding arrive.
+func TestReadChunkReportsPadding(t *testing.T) {
+	var b bytes.Buffer
+	if _, err := WritePadding(&b, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteData(&b, []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WritePadding(&b, 200); err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 16)
+	for i, want := range []struct {
+		n    int
+		data bool
+		err  error
+	}{{0, false, nil}, {2, true, nil}, {0, false, nil}, {0, false, io.EOF}} {
+		n, data, err := ReadChunk(&b, p)
+		if n != want.n || data != want.data || err != want.err {
+			t.Errorf("chunk %d: %d, %v, %v; want %d, %v, %v", i, n, data, err, want.n, want.data, want.err)
+		}
+		if data && string(p[:n]) != "hi" {
+			t.Errorf("chunk %d: data %q, want \"hi\"", i, p[:n])
+		}
+	}
+}

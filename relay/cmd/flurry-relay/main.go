@@ -109,9 +109,9 @@ Flags:
 // defaultGCPercent is the relay's GOGC unless the environment sets one. A
 // relay holds thousands of mostly idle connections and allocates little per
 // packet, so memory is what it runs out of first: collecting at 50% growth
-// instead of 100% keeps the garbage each new connection leaves (net/http's
-// 8 KiB of upgrade buffers) from inflating the resident size, about 1.5 KiB
-// per idle carrier at 10 000, for a few percent of throughput.
+// instead of 100% keeps the garbage each new connection leaves (its upgrade
+// request, its TLS handshake) from inflating the resident size, for a few
+// percent of throughput.
 const defaultGCPercent = 50
 
 func main() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -27,6 +28,10 @@ func returnIdleMemory(interval time.Duration) {
 	for range time.Tick(interval) {
 		cycles, allocs := read()
 		if cycles == lastCycles && allocs != freedAt {
+			// Two collections: what sync.Pools held at the first (the
+			// read buffers of a burst of carriers that then parked)
+			// survives it in their victim caches.
+			runtime.GC()
 			debug.FreeOSMemory()
 			cycles, allocs = read()
 			freedAt = allocs

@@ -89,6 +89,7 @@ type snapshot struct {
 	RSS         uint64 // process resident set size, bytes
 	Goroutines  int
 	Conns       int64 // carriers past the handshake
+	Parked      int64 // of which idle in the relay's poller
 }
 
 func takeSnapshot(r *relay.Relay) snapshot {
@@ -100,12 +101,14 @@ func takeSnapshot(r *relay.Relay) snapshot {
 		{Name: "/memory/classes/heap/stacks:bytes"},
 	}
 	metrics.Read(samples)
+	st := r.Stats()
 	return snapshot{
 		HeapObjects: samples[0].Value.Uint64(),
 		Stacks:      samples[1].Value.Uint64(),
 		RSS:         readRSS(),
 		Goroutines:  runtime.NumGoroutine(),
-		Conns:       r.Stats().ActiveConnections,
+		Conns:       st.ActiveConnections,
+		Parked:      st.ParkedConnections,
 	}
 }
 
@@ -298,12 +301,14 @@ func measure(srv *server, n int, useTLS bool, parallel int) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	// Wait until the relay has seen every handshake.
+	// Wait until the relay has seen every handshake and parked every
+	// carrier.
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		if res.after, err = srv.snapshot(); err != nil {
 			return res, err
 		}
-		if res.after.Conns >= int64(n) {
+		parked := res.after.Parked >= int64(n) || runtime.GOOS != "linux" // only Linux parks
+		if res.after.Conns >= int64(n) && parked {
 			break
 		}
 		if time.Now().After(deadline) {

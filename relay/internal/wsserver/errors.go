@@ -1,0 +1,31 @@
+package wsserver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+)
+
+var (
+	// ErrHandshake wraps why an opening handshake was refused.
+	ErrHandshake = errors.New("websocket: bad handshake")
+	// ErrProtocol wraps how a peer broke RFC 6455.
+	ErrProtocol = errors.New("websocket: protocol error")
+	// errWriteFailed is returned by writes after one failed.
+	errWriteFailed = errors.New("websocket: an earlier write failed")
+	// errClosed is returned by Read and Write after Close; it matches both
+	// net.ErrClosed and io.ErrClosedPipe.
+	errClosed = fmt.Errorf("websocket: %w (%w)", net.ErrClosed, io.ErrClosedPipe)
+)
+
+// CloseError is a close frame from the peer with a code other than 1000
+// (normal closure) or 1005 (no status). Its reason text is not kept: it
+// comes from the network and nothing here needs it.
+type CloseError struct {
+	Code int
+}
+
+func (e *CloseError) Error() string {
+	return fmt.Sprintf("websocket: closed by peer with code %d", e.Code)
+}
