@@ -1,6 +1,7 @@
 package natprobe
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -84,16 +85,17 @@ type Config struct {
 
 // Server answers NAT probes. Close it to end the probes in progress.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	api   *webrtc.API
-	sem   chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex    // guards open, perIP and the wg.Add that follows the check
-	done  chan struct{} // closed by Close
-	once  sync.Once
-	open  bool                 // false once closed
-	perIP map[netip.Prefix]int // probes in progress per address
+	cfg Config
+	log *slog.Logger
+	api *webrtc.API
+	sem chan struct{}
+	wg  sync.WaitGroup
+	mu  sync.Mutex // guards open, perIP and the wg.Add that follows the check
+	// closing ends when Close is called: the probes in progress stop.
+	closing context.Context
+	close   context.CancelFunc
+	open    bool                 // false once closed
+	perIP   map[netip.Prefix]int // probes in progress per address
 }
 
 // settings are a Config with its defaults filled in and validated.
@@ -167,14 +169,16 @@ func New(c Config) (*Server, error) {
 	if cfg.ConfigureSettingEngine != nil {
 		cfg.ConfigureSettingEngine(&se)
 	}
+	closing, closeFn := context.WithCancel(context.Background())
 	return &Server{
-		cfg:   cfg,
-		log:   log,
-		api:   webrtc.NewAPI(webrtc.WithSettingEngine(se)),
-		sem:   make(chan struct{}, cfg.MaxConcurrent),
-		done:  make(chan struct{}),
-		open:  true,
-		perIP: make(map[netip.Prefix]int),
+		cfg:     cfg,
+		log:     log,
+		api:     webrtc.NewAPI(webrtc.WithSettingEngine(se)),
+		sem:     make(chan struct{}, cfg.MaxConcurrent),
+		closing: closing,
+		close:   closeFn,
+		open:    true,
+		perIP:   make(map[netip.Prefix]int),
 	}, nil
 }
 
@@ -189,12 +193,10 @@ func (s *Server) Handler() http.Handler {
 // Close ends the probes in progress and waits for them. It is idempotent;
 // probes arriving afterwards get 503.
 func (s *Server) Close() error {
-	s.once.Do(func() {
-		s.mu.Lock()
-		s.open = false
-		s.mu.Unlock()
-		close(s.done)
-	})
+	s.mu.Lock()
+	s.open = false
+	s.mu.Unlock()
+	s.close()
 	s.wg.Wait()
 	return nil
 }
@@ -334,32 +336,18 @@ func (s *Server) answer(r *http.Request, offerSDP string) (*probe, string, int) 
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offerSDP}); err != nil {
 		return fail(http.StatusBadRequest)
 	}
-	ans, err := pc.CreateAnswer(nil)
-	if err != nil {
-		return fail(http.StatusBadRequest)
-	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(ans); err != nil {
-		return fail(http.StatusInternalServerError)
-	}
-	t := time.NewTimer(s.cfg.GatherTimeout)
-	defer t.Stop()
-	select {
-	case <-gathered:
-	case <-t.C:
-	case <-r.Context().Done():
+	// Gathering ends early if the prober leaves or the server closes.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.closing, cancel)()
+	local, err := webrtcnet.LocalDescription(ctx, pc, webrtc.SDPTypeAnswer, s.cfg.GatherTimeout, !s.cfg.KeepLocalAddresses && !s.cfg.LoopbackOnly)
+	switch {
+	case ctx.Err() != nil:
 		return fail(http.StatusServiceUnavailable)
-	case <-s.done:
-		return fail(http.StatusServiceUnavailable)
-	}
-	local := pc.LocalDescription()
-	if local == nil {
+	case err != nil:
 		return fail(http.StatusInternalServerError)
 	}
 	text := local.SDP
-	if !s.cfg.KeepLocalAddresses && !s.cfg.LoopbackOnly {
-		text = sdp.StripLocalCandidates(text)
-	}
 	answer, err := messages.SessionDescription{Type: messages.SDPTypeAnswer, SDP: text}.Encode()
 	if err != nil {
 		return fail(http.StatusInternalServerError)
@@ -380,7 +368,7 @@ func (pr *probe) await(s *Server) {
 		return
 	case <-pr.aborted:
 		return
-	case <-s.done:
+	case <-s.closing.Done():
 		return
 	}
 	// Closing the channel (an SCTP stream reset, sent after the DCEP ack)
@@ -392,6 +380,6 @@ func (pr *probe) await(s *Server) {
 	select {
 	case <-pr.closed:
 	case <-wait.C:
-	case <-s.done:
+	case <-s.closing.Done():
 	}
 }

@@ -59,20 +59,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("natprobe listening", "addr", ln.Addr().String(), "path", Path, "tls", s.cfg.TLSConfig != nil)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-s.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	defer context.AfterFunc(s.closing, cancel)()
 	if err := httpserve.Serve(ctx, srv, ln, s.cfg.ShutdownTimeout); err != nil {
 		return err
 	}
-	select {
-	case <-s.done:
+	if s.closing.Err() != nil {
 		return ErrClosed
-	default:
-		return nil
 	}
+	return nil
 }
