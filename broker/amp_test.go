@@ -34,7 +34,7 @@ func newAMPTestBroker(t testing.TB, cfg broker.Config) *testBroker {
 	srv := httptest.NewServer(mux)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	t.Cleanup(func() {
-		b.Shutdown()
+		b.Close()
 		srv.Close()
 		tr.CloseIdleConnections()
 	})
@@ -265,7 +265,7 @@ func FuzzAMPPath(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	defer b.Shutdown()
+	defer b.Close()
 	h := b.AMPHandler()
 	f.Fuzz(func(t *testing.T, p string) {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)

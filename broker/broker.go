@@ -58,7 +58,7 @@ type Broker struct {
 	cors     [2][]string             // header values, never modified
 	allow    []string                // Allow header value, never modified
 	ctype    []string                // Content-Type header value, never modified
-	shutOnce sync.Once               // guards Shutdown
+	shutOnce sync.Once               // guards Close
 	parks    parkSet                 // parked polls and idle connections
 	cluster  *cluster.Cluster        // nil without Config.NATS
 	// parkAfter: see defaultParkAfter (tests change it before serving).
@@ -359,16 +359,17 @@ func (b *Broker) Stats() Stats {
 	return Stats{WaitingRestricted: s.WaitingRestricted, WaitingUnrestricted: s.WaitingUnrestricted, Matched: s.Matched}
 }
 
-// Shutdown answers every waiting proxy poll with "no match" at once and
+// Close answers every waiting proxy poll with "no match" at once and
 // from then on answers new polls with "no match" and new clients with "no
 // snowflake proxies currently available". Sessions already matched still
 // complete. Polls parked off net/http (see Listener) are answered with
 // "Connection: close" and their connections closed, as are the idle
-// connections the broker holds; Shutdown returns once they are (each write
+// connections the broker holds; Close returns once they are (each write
 // is bounded by a short deadline). Call it before http.Server.Shutdown,
 // which then waits for the remaining client requests (at most
-// ClientTimeout). Shutdown is idempotent.
-func (b *Broker) Shutdown() {
+// ClientTimeout); Run and Serve call it when their context ends. Close is
+// idempotent and returns nil.
+func (b *Broker) Close() error {
 	b.shutOnce.Do(func() {
 		b.cfg.Logger.Info("broker shutting down")
 		// Parked polls learn of the shutdown before the matcher wakes
@@ -380,4 +381,5 @@ func (b *Broker) Shutdown() {
 		}
 		b.parks.wait()
 	})
+	return nil
 }

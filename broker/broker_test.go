@@ -219,7 +219,7 @@ func TestDuplicateSid(t *testing.T) {
 	first := async(func() response { return tb.post(t, "/proxy", body) })
 	tb.rec.waitStarted(t, 1)
 	expect(t, "second poll", tb.post(t, "/proxy", body), http.StatusBadRequest, []byte("duplicate session id\n"))
-	tb.Shutdown()
+	tb.Close()
 	nm, _ := messages.ProxyPollResponse{Status: messages.StatusNoMatch, NextPoll: 20000}.Encode()
 	expect(t, "first poll", <-first, http.StatusOK, nm)
 }
@@ -547,7 +547,7 @@ func proxyDisconnectLeavesPool(t *testing.T, tb *testBroker) {
 	expect(t, "client", tb.post(t, "/client", clientPoll(t, sd(t, "offer", "x"), messages.NATUnrestricted, "")), http.StatusOK, vector(t, "client-poll-response-no-proxies.json"))
 }
 
-func TestShutdown(t *testing.T) {
+func TestClose(t *testing.T) {
 	for _, mode := range serveModes {
 		t.Run(mode.name, func(t *testing.T) { shutdown(t, mode.start(t, broker.Config{ProxyHold: longHold})) })
 	}
@@ -563,8 +563,8 @@ func shutdown(t *testing.T, tb *testBroker) {
 	}
 	tb.rec.waitStarted(t, n)
 	start := time.Now()
-	tb.Shutdown()
-	tb.Shutdown() // idempotent
+	tb.Close()
+	tb.Close() // idempotent
 	nm := vector(t, "proxy-poll-response-nomatch.json")
 	for _, res := range results {
 		expect(t, "waiting poll", <-res, http.StatusOK, nm)
@@ -572,7 +572,7 @@ func shutdown(t *testing.T, tb *testBroker) {
 	// "At once": long before the polls' hold (a minute) would have ended
 	// them; the bound is loose for a loaded machine.
 	if d := time.Since(start); d > longHold/4 {
-		t.Errorf("%d waiting polls answered %v after Shutdown, want well under their %v hold", n, d, longHold)
+		t.Errorf("%d waiting polls answered %v after Close, want well under their %v hold", n, d, longHold)
 	}
 	expect(t, "new poll", tb.post(t, "/proxy", proxyPoll(t, "late", "unrestricted", 0, ptr(""))), http.StatusOK, nm)
 	expect(t, "new client", tb.post(t, "/client", clientPoll(t, sd(t, "offer", "x"), "unrestricted", "")), http.StatusOK, vector(t, "client-poll-response-no-proxies.json"))

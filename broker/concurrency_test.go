@@ -86,7 +86,7 @@ func concurrency(t *testing.T, tb *testBroker) {
 	if s.Matched != 0 || s.WaitingRestricted+s.WaitingUnrestricted != proxies-clients {
 		t.Errorf("Stats after all clients = %+v, want %d waiting and none matched", s, proxies-clients)
 	}
-	tb.Shutdown() // the unmatched half gets "no match" at once
+	tb.Close() // the unmatched half gets "no match" at once
 	wg.Wait()
 	if matched != clients || len(offers) != clients {
 		t.Errorf("%d proxies matched with %d distinct offers, want %d", matched, len(offers), clients)

@@ -9,7 +9,7 @@
 // Run serves until ctx ends, with the metrics descriptor every 24 h, then
 // stops in order: waiting proxies get "no match" at once, clients in flight
 // finish (at most ClientTimeout). To serve Handler with an http.Server of
-// your own, serve it on Listener and call Shutdown before the server's.
+// your own, serve it on Listener and call Close before the server's.
 //
 // The binary is broker/cmd/flurry-broker; docs/broker.md is the operator's
 // guide.
@@ -82,7 +82,7 @@
 // and returns, dropping net/http's goroutine and buffers. The parked poll
 // holds no goroutine: one watcher per broker (broker/internal/fdwatch, epoll
 // on Linux) notices a proxy that leaves (it leaves the pool at once), and a
-// timer ends the hold. On a match, the end of the hold or Shutdown, a
+// timer ends the hold. On a match, the end of the hold or Close, a
 // short-lived goroutine writes the response (the bytes net/http would); the
 // connection then waits, watched the same way, as an idle keep-alive one,
 // and goes back to the server through the listener when the next request

@@ -113,7 +113,7 @@ type testBroker struct {
 
 // newTestBroker starts a broker with cfg on an httptest server whose
 // listener is the broker's (so proxy polls are parked off net/http). The
-// server is closed (after Shutdown) when the test ends.
+// server is closed (after Close) when the test ends.
 func newTestBroker(t testing.TB, cfg broker.Config) *testBroker {
 	t.Helper()
 	return startTestBroker(t, cfg, true)
@@ -166,7 +166,7 @@ func startTestBroker(t testing.TB, cfg broker.Config, parking bool, setup ...fun
 	srv.Start()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	t.Cleanup(func() {
-		b.Shutdown()
+		b.Close()
 		srv.Close()
 		tr.CloseIdleConnections()
 	})

@@ -21,7 +21,7 @@ import (
 // the handler hijacks the connection, drops net/http's buffers and
 // returns; one goroutine of the broker watches every parked socket (epoll
 // on Linux), so that a proxy that disconnects leaves the pool at once, and
-// a timer ends the hold. On a match, the end of the hold or Shutdown a
+// a timer ends the hold. On a match, the end of the hold or Close a
 // short-lived goroutine writes the response (the same bytes net/http
 // would); the connection then waits, watched the same way, for its next
 // request as net/http would for an idle keep-alive connection (the

@@ -30,7 +30,7 @@ func TestLostMatchReleasesClient(t *testing.T) {
 	srv.Start()
 	tr := &http.Transport{}
 	t.Cleanup(func() {
-		b.Shutdown()
+		b.Close()
 		srv.Close()
 		tr.CloseIdleConnections()
 	})

@@ -171,7 +171,7 @@ func TestStatsOfARendezvous(t *testing.T) {
 	scriptRes := async(func() response { return tb.post(t, "/proxy", []byte(script)) })
 	tb.rec.waitStarted(t, 1)
 	defer func() {
-		tb.Shutdown()
+		tb.Close()
 		expect(t, "script proxy after Shutdown", <-scriptRes, http.StatusOK, vector(t, "proxy-poll-response-nomatch.json"))
 	}()
 
@@ -313,7 +313,7 @@ func TestRejectedRequestsCounted(t *testing.T) {
 	waiting := async(func() response { return tb.post(t, "/proxy", poll) })
 	tb.rec.waitStarted(t, 1)
 	defer func() {
-		tb.Shutdown()
+		tb.Close()
 		<-waiting
 	}()
 	expect(t, "duplicate", tb.post(t, "/proxy", poll), http.StatusBadRequest, []byte("duplicate session id\n"))

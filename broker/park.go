@@ -23,12 +23,12 @@ import (
 //
 //	poll:  the watch reads what arrives (a pipelined request, kept for
 //	       the HTTP server) and notices when the proxy leaves; the timer
-//	       ends the hold; Proxy.Wake or Shutdown may end it sooner
+//	       ends the hold; Proxy.Wake or Close may end it sooner
 //	write: a short-lived goroutine ends the poll in the matcher and writes
 //	       the whole response at once
 //	idle:  the watch waits for the next request's first byte (then the
 //	       connection goes back to the listener, unread), the timer for
-//	       the server's idle timeout, Shutdown may close it sooner
+//	       the server's idle timeout, Close may close it sooner
 //
 // Each event moves the phase under parked.mu, and only the event that
 // leaves a phase acts on it, so that a late timer or watch event does
@@ -70,7 +70,7 @@ const (
 type ending uint8
 
 const (
-	endAnswer ending = iota // woken, the hold is over or Shutdown: answer
+	endAnswer ending = iota // woken, the hold is over or Close: answer
 	endGone                 // the proxy left, or sent too much
 )
 
@@ -93,7 +93,7 @@ type parked struct {
 	mu       sync.Mutex
 	ph       phase // guarded by mu
 	woken    bool  // guarded by mu: Wake fired before phasePoll
-	shutdown bool  // guarded by mu: Shutdown fired
+	shutdown bool  // guarded by mu: Close fired
 
 	prev, next *parked // in Broker.parks, guarded by parkSet.mu
 }
@@ -277,7 +277,7 @@ func (pk *parked) wake() {
 // holdOver is the timer's function while the poll waits.
 func (pk *parked) holdOver() { pk.end(endAnswer) }
 
-// interrupt is Shutdown's: a waiting poll is answered, an idle connection
+// interrupt is Close's: a waiting poll is answered, an idle connection
 // closed, and no connection is handed back.
 func (pk *parked) interrupt() {
 	pk.mu.Lock()

@@ -183,7 +183,7 @@ func TestParkedKeepAlive(t *testing.T) {
 	})
 	tb.rec.waitStarted(t, 1)
 	tb.waitParked(t, 1)
-	tb.Shutdown() // "no match", and this connection closes: the transport dials again
+	tb.Close() // "no match", and this connection closes: the transport dials again
 	if r, err := messages.DecodeProxyPollResponse((<-res).body); err != nil || r.Status != messages.StatusNoMatch {
 		t.Fatalf("last poll: %+v, %v", r, err)
 	}
@@ -294,10 +294,10 @@ func TestParkedNoGoroutine(t *testing.T) {
 	}
 }
 
-// TestParkedShutdown: Shutdown answers parked polls at once with
+// TestParkedClose: Close answers parked polls at once with
 // "Connection: close", closes their connections and the idle connections
 // of earlier parked polls, and returns once they are closed.
-func TestParkedShutdown(t *testing.T) {
+func TestParkedClose(t *testing.T) {
 	tb := newTestBroker(t, broker.Config{ProxyHold: longHold})
 	// An idle connection: its poll was matched and answered.
 	idle := tb.dial(t)
@@ -323,7 +323,7 @@ func TestParkedShutdown(t *testing.T) {
 	}
 	tb.rec.waitStarted(t, n)
 	tb.waitParked(t, n)
-	tb.Shutdown()
+	tb.Close()
 	for _, br := range waiting {
 		m := readRaw(t, br)
 		if !bytes.Contains(m, []byte("\r\nConnection: close\r\n")) || !bytes.HasSuffix(m, vector(t, "proxy-poll-response-nomatch.json")) {
@@ -346,7 +346,7 @@ func TestParkedIdleTimeout(t *testing.T) {
 	srv.Config.IdleTimeout = 10 * time.Millisecond
 	srv.Listener = b.Listener(srv.Listener, nil)
 	srv.Start()
-	t.Cleanup(func() { b.Shutdown(); srv.Close() })
+	t.Cleanup(func() { b.Close(); srv.Close() })
 	c, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +430,7 @@ func TestParkedTLS(t *testing.T) {
 			go func() { served <- srv.Serve(b.Listener(ln, serverTLS)) }()
 			tr := &http.Transport{TLSClientConfig: clientTLS.Clone(), ForceAttemptHTTP2: proto == "h2", MaxConnsPerHost: 1}
 			defer func() {
-				b.Shutdown()
+				b.Close()
 				if err := srv.Shutdown(t.Context()); err != nil {
 					t.Error(err)
 				}

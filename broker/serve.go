@@ -46,7 +46,7 @@ func (b *Broker) Run(ctx context.Context) error {
 // Serve serves Handler on ln (through Listener, with Config.TLSConfig),
 // runs the background work (the metrics descriptor every MetricsInterval,
 // the address counts of IPCountPrefix) and the readers of Config.SQS until
-// ctx ends or one of them fails. Then it stops in order: Shutdown, so that
+// ctx ends or one of them fails. Then it stops in order: Close, so that
 // waiting proxies get "no match" at once; the HTTP server's graceful
 // shutdown, which lets the clients in flight finish (at most
 // ShutdownTimeout); and the background work. It returns the first failure,
@@ -76,7 +76,7 @@ func (b *Broker) serve(ctx context.Context, ln, mln net.Listener) error {
 		listeners = append(listeners, mln)
 		b.cfg.Logger.Info("metrics listening", "addr", mln.Addr().String())
 	}
-	// The servers stop after Shutdown, which answers the parked polls.
+	// The servers stop after Close, which answers the parked polls.
 	serversCtx, stopServers := context.WithCancel(context.Background())
 	defer stopServers()
 	for i, srv := range servers {
@@ -98,7 +98,7 @@ func (b *Broker) serve(ctx context.Context, ln, mln net.Listener) error {
 	b.cfg.Logger.Info("broker listening", "addr", ln.Addr().String(), "tls", b.cfg.TLSConfig != nil)
 
 	<-ctx.Done()
-	b.Shutdown()
+	b.Close()
 	stopServers()
 	wg.Wait()
 	if err := <-background; err != nil {
@@ -122,7 +122,7 @@ func (b *Broker) newServer(h http.Handler, timeout time.Duration) *http.Server {
 }
 
 // background runs the broker's background work until ctx ends, then calls
-// Shutdown: every Config.MetricsInterval (the first one MetricsInterval
+// Close: every Config.MetricsInterval (the first one MetricsInterval
 // after it starts) it ends a metrics period and appends its descriptor to
 // Config.MetricsLogPath (or logs it); with Config.IPCountPrefix it also
 // writes the address counts every IPCountInterval (and the partial one at
@@ -134,7 +134,7 @@ func (b *Broker) background(ctx context.Context) error {
 		wg.Go(func() { ipErr = b.ipCount.Run(ctx) })
 	}
 	err := b.stats.Run(ctx)
-	b.Shutdown()
+	b.Close()
 	wg.Wait()
 	return errors.Join(err, ipErr)
 }

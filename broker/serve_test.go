@@ -207,7 +207,7 @@ func TestReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Shutdown()
+	defer b.Close()
 	write(`{"restricted_poll_interval": 5000, "unrestricted_poll_interval": 7000}`)
 	b.Reload()
 	if r, u := b.PollIntervals(); r != 5*time.Second || u != 7*time.Second {

@@ -74,7 +74,7 @@ func TestStatusPageAfterPolls(t *testing.T) {
 	for _, p := range problems() {
 		t.Errorf("browser reported %s", p)
 	}
-	tb.Shutdown() // answers the waiting polls
+	tb.Close() // answers the waiting polls
 	for _, p := range polls {
 		<-p
 	}

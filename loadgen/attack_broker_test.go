@@ -21,7 +21,7 @@ func TestRealBrokerAttack(t *testing.T) {
 			}
 			srv := httptest.NewServer(b.Handler())
 			defer srv.Close()
-			defer b.Shutdown()
+			defer b.Close()
 			res, err := RunBrokerAttack(testCtx(t), BrokerAttackConfig{
 				URL: srv.URL, Attack: attack, Requests: 500, Concurrency: 4,
 				Proxies: 8, Clients: 4, ClientRate: 10, Duration: time.Second,

@@ -35,7 +35,7 @@ func testRealBroker(t *testing.T, parked bool) {
 	}
 	srv.Start()
 	defer srv.Close()
-	defer b.Shutdown()
+	defer b.Close()
 
 	res, err := RunBroker(testCtx(t), BrokerConfig{
 		URL: srv.URL, Proxies: 16, Clients: []int{1, 4}, StepDuration: 400 * time.Millisecond,

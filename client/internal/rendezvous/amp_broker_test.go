@@ -27,7 +27,7 @@ func startBroker(tb testing.TB) (*broker.Broker, string) {
 	mux.Handle(broker.AMPPathPrefix, b.AMPHandler())
 	srv := httptest.NewServer(mux)
 	tb.Cleanup(func() {
-		b.Shutdown()
+		b.Close()
 		srv.Close()
 	})
 	return b, srv.URL

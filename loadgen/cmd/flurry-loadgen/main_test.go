@@ -59,7 +59,7 @@ func TestBrokerRun(t *testing.T) {
 	}
 	srv := httptest.NewServer(b.Handler())
 	defer srv.Close()
-	defer b.Shutdown()
+	defer b.Close()
 	dir := t.TempDir()
 	jsonPath, svgPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.svg")
 	var stdout, stderr bytes.Buffer
@@ -103,7 +103,7 @@ func TestAttackRun(t *testing.T) {
 	}
 	srv := httptest.NewServer(b.Handler())
 	defer srv.Close()
-	defer b.Shutdown()
+	defer b.Close()
 	stdout.Reset()
 	stderr.Reset()
 	code := run(context.Background(), []string{"attack", "junk-offers", "-url", srv.URL, "-requests", "200", "-proxies", "4",

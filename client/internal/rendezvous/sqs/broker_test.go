@@ -34,7 +34,7 @@ func TestBrokerRendezvous(t *testing.T) {
 	}
 	hs := httptest.NewServer(b.Handler())
 	defer hs.Close()
-	defer b.Shutdown()
+	defer b.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
