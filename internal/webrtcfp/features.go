@@ -385,8 +385,8 @@ func stunFeatures(f Features, dgs []Datagram) {
 			case 0xc057:
 				if n == 4 {
 					// The network id numbers the sender's interfaces; the cost
-				// tells wired (0) from Wi-Fi (10) or cellular (900).
-				netInfo[fmt.Sprint(binary.BigEndian.Uint16(b[6:]))] = true
+					// tells wired (0) from Wi-Fi (10) or cellular (900).
+					netInfo[fmt.Sprint(binary.BigEndian.Uint16(b[6:]))] = true
 				}
 			}
 			attrs = append(attrs, name)
