@@ -14,5 +14,8 @@
 // connection and never changes its mode, so that the connection can go back
 // to ordinary blocking use once its watch is removed.
 //
+// The broker watches its parked proxy polls with it, the relay (through
+// relay/internal/idlepoll) its parked carriers.
+//
 // On other systems [New] fails with [ErrUnsupported].
 package fdwatch
