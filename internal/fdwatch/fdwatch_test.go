@@ -163,3 +163,42 @@ func TestManyAndClose(t *testing.T) {
 		t.Errorf("Add after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestTokens: a watcher made by NewTokens reports the token a socket was
+// armed under, once per Arm.
+func TestTokens(t *testing.T) {
+	fired := make(chan uint64, 10)
+	w, err := NewTokens(func(token uint64) { fired <- token }, func() { t.Error("watcher failed") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	srv, cli := loopback.TCPPair(t)
+	rc, err := srv.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Arm(rc, 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // armed again with the byte unread: fires at once
+		select {
+		case token := <-fired:
+			if token != 7 {
+				t.Fatalf("token %d, want 7", token)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("not fired")
+		}
+		if err := w.Arm(rc, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	if err := w.Arm(rc, 7); !errors.Is(err, ErrClosed) {
+		t.Errorf("Arm after Close = %v, want ErrClosed", err)
+	}
+}

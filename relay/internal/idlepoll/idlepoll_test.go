@@ -121,9 +121,10 @@ func TestParkClosedSocket(t *testing.T) {
 // BenchmarkSweep measures the once-a-second walk over parked connections,
 // with 100 000 parked and none due.
 func BenchmarkSweep(b *testing.B) {
-	t := table[int]{ready: func(int) {}, epoch: time.Now(), parked: make(map[*Handle]parked[int])}
+	t := table[int]{ready: func(int) {}, epoch: time.Now(), parked: make(map[uint64]parked[int])}
+	far := time.Now().Add(time.Hour)
 	for i := range 100_000 {
-		t.parked[new(Handle)] = parked[int]{v: i, due: time.Hour}
+		t.add(uint64(i+1), i, far)
 	}
 	now := time.Now()
 	for b.Loop() {
