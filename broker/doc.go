@@ -80,7 +80,7 @@
 // Served from Broker.Listener (as flurry-broker does), a waiting proxy poll
 // over HTTP/1.1 is parked off net/http: its handler hijacks the connection
 // and returns, dropping net/http's goroutine and buffers. The parked poll
-// holds no goroutine: one watcher per broker (broker/internal/fdwatch, epoll
+// holds no goroutine: one watcher per broker (internal/fdwatch, epoll
 // on Linux) notices a proxy that leaves (it leaves the pool at once), and a
 // timer ends the hold. On a match, the end of the hold or Close, a
 // short-lived goroutine writes the response (the bytes net/http would); the

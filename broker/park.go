@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/broker/internal/event"
-	"github.com/flurrypt/flurry/broker/internal/fdwatch"
 	"github.com/flurrypt/flurry/broker/internal/matcher"
 	"github.com/flurrypt/flurry/broker/internal/stats"
+	"github.com/flurrypt/flurry/internal/fdwatch"
 	"github.com/flurrypt/flurry/messages"
 )
 

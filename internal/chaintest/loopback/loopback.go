@@ -91,3 +91,22 @@ func Accept(tb testing.TB, handle func(net.Conn)) string {
 	})
 	return ln.Addr().String()
 }
+
+// TCPPair returns both ends of a loopback TCP connection; both are closed
+// when the test ends.
+func TCPPair(tb testing.TB) (server *net.TCPConn, client net.Conn) {
+	tb.Helper()
+	ln := listen(tb)
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { client.Close() })
+	c, err := ln.Accept()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c.(*net.TCPConn), client
+}

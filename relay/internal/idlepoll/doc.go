@@ -4,10 +4,10 @@
 // when it is readable, when its deadline passes, when Wake is called for it,
 // or when the Poller closes.
 //
-// On Linux a Poller is one epoll instance of its own (the runtime's
-// netpoller keeps its registration too: a socket may be in several epoll
-// sets) and one goroutine, blocked in epoll_wait, for all parked
-// connections; a parked connection costs a map entry. Elsewhere New
-// reports errors.ErrUnsupported, and the caller keeps a goroutine reading
-// each connection as before.
+// The waiting is internal/fdwatch's (one epoll instance and one goroutine
+// for all parked connections), with the parked table as its only table: a
+// parked connection costs one map entry. What idlepoll adds is that table,
+// the deadlines (checked once a second by one goroutine) and the handing
+// back. Where fdwatch is unsupported (not Linux) New fails, and the caller
+// keeps a goroutine reading each connection as before.
 package idlepoll

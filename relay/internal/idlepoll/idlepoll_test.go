@@ -7,30 +7,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// tcpPair returns both ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (server, client net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err = ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		server.Close()
-		client.Close()
-	})
-	return server, client
-}
+	"github.com/flurrypt/flurry/internal/chaintest/loopback"
+)
 
 func handle(t *testing.T, c net.Conn) *Handle {
 	t.Helper()
@@ -63,7 +42,7 @@ func TestPoller(t *testing.T) {
 	defer p.Close()
 	far := time.Now().Add(time.Hour)
 
-	s1, c1 := tcpPair(t)
+	s1, c1 := loopback.TCPPair(t)
 	h1 := handle(t, s1)
 	if !p.Park(h1, 1, far) {
 		t.Fatal("Park refused")
@@ -102,7 +81,7 @@ func TestPoller(t *testing.T) {
 	expect(t, ready, 1, "Wake")
 	p.Wake(h1) // not parked: nothing happens
 
-	s2, c2 := tcpPair(t)
+	s2, c2 := loopback.TCPPair(t)
 	h2 := handle(t, s2)
 	if !p.Park(h2, 2, far) {
 		t.Fatal("Park refused")
@@ -131,7 +110,7 @@ func TestParkClosedSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	s, _ := tcpPair(t)
+	s, _ := loopback.TCPPair(t)
 	h := handle(t, s)
 	s.Close()
 	if p.Park(h, 1, time.Now().Add(time.Hour)) {
@@ -142,7 +121,7 @@ func TestParkClosedSocket(t *testing.T) {
 // BenchmarkSweep measures the once-a-second walk over parked connections,
 // with 100 000 parked and none due.
 func BenchmarkSweep(b *testing.B) {
-	t := table[int]{ready: func(int) {}, parked: make(map[uint64]parked[int])}
+	t := table[int]{ready: func(int) {}, epoch: time.Now(), parked: make(map[uint64]parked[int])}
 	far := time.Now().Add(time.Hour)
 	for i := range 100_000 {
 		t.add(uint64(i+1), i, far)

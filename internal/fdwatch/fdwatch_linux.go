@@ -11,7 +11,8 @@ import (
 )
 
 // stopToken is the token of the watcher's own eventfd, which Close writes
-// to stop the goroutine. Watches get tokens from 1 up.
+// to stop the goroutine. Watches get tokens from 1 up, and so must the
+// callers of Arm.
 const stopToken = 0
 
 // maxEvents is how many events one epoll_wait returns at most.
@@ -20,6 +21,8 @@ const maxEvents = 256
 // Watcher watches sockets for readability from one goroutine.
 type Watcher struct {
 	epfd, stopfd int
+	fire         func(token uint64) // on the goroutine, for each readable socket
+	failed       func()             // on the goroutine, if epoll_wait fails
 
 	mu      sync.Mutex
 	watches map[uint64]*Watch // by token; guarded by mu
@@ -36,27 +39,45 @@ type Watch struct {
 	f     func()
 }
 
-// New starts a watcher and its goroutine. Close stops it.
+// New starts a watcher and its goroutine, for sockets registered with Add.
+// Close stops it.
 func New() (*Watcher, error) {
+	w := &Watcher{watches: make(map[uint64]*Watch)}
+	return w, w.start(w.fireWatch, w.failWatches)
+}
+
+// NewTokens starts a watcher for callers that keep their own table of
+// sockets (and so need no Watch each): they register a socket with Arm
+// under a token of theirs, and fire(token) runs once on the watcher's
+// goroutine when it is readable or has failed. If epoll_wait fails the
+// watcher closes and failed runs instead, once. Close stops it.
+func NewTokens(fire func(token uint64), failed func()) (*Watcher, error) {
+	w := &Watcher{}
+	return w, w.start(fire, failed)
+}
+
+// start opens the epoll instance and starts the goroutine.
+func (w *Watcher) start(fire func(uint64), failed func()) error {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("fdwatch: epoll_create1: %w", err)
+		return fmt.Errorf("fdwatch: epoll_create1: %w", err)
 	}
 	stopfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		unix.Close(epfd)
-		return nil, fmt.Errorf("fdwatch: eventfd: %w", err)
+		return fmt.Errorf("fdwatch: eventfd: %w", err)
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN}
 	setToken(&ev, stopToken)
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, stopfd, &ev); err != nil {
 		unix.Close(stopfd)
 		unix.Close(epfd)
-		return nil, fmt.Errorf("fdwatch: epoll_ctl: %w", err)
+		return fmt.Errorf("fdwatch: epoll_ctl: %w", err)
 	}
-	w := &Watcher{epfd: epfd, stopfd: stopfd, watches: make(map[uint64]*Watch), done: make(chan struct{})}
+	w.epfd, w.stopfd, w.fire, w.failed = epfd, stopfd, fire, failed
+	w.done = make(chan struct{})
 	go w.run()
-	return w, nil
+	return nil
 }
 
 // The token travels in epoll_event's 64-bit data, which x/sys/unix splits
@@ -79,7 +100,13 @@ func (w *Watcher) run() {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			w.fail() // only with a bad epfd: a bug here
+			// Only with a bad epfd: a bug here.
+			w.mu.Lock()
+			w.closed = true
+			w.mu.Unlock()
+			unix.Close(w.epfd)
+			unix.Close(w.stopfd)
+			w.failed()
 			return
 		}
 		for i := range events[:n] {
@@ -89,27 +116,29 @@ func (w *Watcher) run() {
 				unix.Close(w.stopfd)
 				return
 			}
-			w.mu.Lock()
-			wt := w.watches[t]
-			w.mu.Unlock()
-			if wt != nil { // else removed since epoll_wait returned
-				wt.f()
-			}
+			w.fire(t)
 		}
 	}
 }
 
-// fail closes a watcher whose epoll instance no longer works and runs
-// every watch's function once, so that each owner finds its watch gone
-// (Rearm fails) instead of waiting for an event that will not come.
-func (w *Watcher) fail() {
+// fireWatch runs the function of the watch with token t.
+func (w *Watcher) fireWatch(t uint64) {
+	w.mu.Lock()
+	wt := w.watches[t]
+	w.mu.Unlock()
+	if wt != nil { // else removed since epoll_wait returned
+		wt.f()
+	}
+}
+
+// failWatches runs every watch's function once when the epoll instance no
+// longer works, so that each owner finds its watch gone (Rearm fails)
+// instead of waiting for an event that will not come.
+func (w *Watcher) failWatches() {
 	w.mu.Lock()
 	watches := w.watches
-	w.closed = true
 	w.watches = nil
 	w.mu.Unlock()
-	unix.Close(w.epfd)
-	unix.Close(w.stopfd)
 	for _, wt := range watches {
 		wt.f()
 	}
@@ -145,20 +174,38 @@ func (w *Watcher) Add(c syscall.Conn, f func()) (*Watch, error) {
 	}
 	w.last++
 	wt := &Watch{w: w, rc: rc, token: w.last, f: f}
-	if err := wt.ctl(unix.EPOLL_CTL_ADD); err != nil {
+	if err := w.ctl(rc, unix.EPOLL_CTL_ADD, wt.token); err != nil {
 		return nil, err
 	}
 	w.watches[wt.token] = wt
 	return wt, nil
 }
 
-// ctl applies op to the watch's socket, armed one-shot for reading.
-func (wt *Watch) ctl(op int) error {
+// Arm registers rc's socket under token (not 0), or arms it again, for a
+// watcher made by NewTokens: fire(token) runs once when the socket is
+// readable or has failed, at once if it already is. The socket stays
+// registered, disarmed, until it is closed.
+func (w *Watcher) Arm(rc syscall.RawConn, token uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	err := w.ctl(rc, unix.EPOLL_CTL_MOD, token)
+	if errors.Is(err, unix.ENOENT) {
+		err = w.ctl(rc, unix.EPOLL_CTL_ADD, token)
+	}
+	return err
+}
+
+// ctl applies op to rc's socket, armed one-shot for reading under token.
+// The caller holds w.mu and has checked that w is not closed.
+func (w *Watcher) ctl(rc syscall.RawConn, op int, token uint64) error {
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT}
-	setToken(&ev, wt.token)
+	setToken(&ev, token)
 	var opErr error
-	err := wt.rc.Control(func(fd uintptr) {
-		opErr = unix.EpollCtl(wt.w.epfd, op, int(fd), &ev)
+	err := rc.Control(func(fd uintptr) {
+		opErr = unix.EpollCtl(w.epfd, op, int(fd), &ev)
 	})
 	if err == nil {
 		err = opErr
@@ -174,10 +221,10 @@ func (wt *Watch) ctl(op int) error {
 func (wt *Watch) Rearm() error {
 	wt.w.mu.Lock()
 	defer wt.w.mu.Unlock()
-	if wt.w.watches[wt.token] != wt {
+	if wt.w.closed || wt.w.watches[wt.token] != wt {
 		return ErrClosed
 	}
-	return wt.ctl(unix.EPOLL_CTL_MOD)
+	return wt.w.ctl(wt.rc, unix.EPOLL_CTL_MOD, wt.token)
 }
 
 // Remove unregisters the watch: its function does not run again (unless it
@@ -186,12 +233,12 @@ func (wt *Watch) Rearm() error {
 func (wt *Watch) Remove() {
 	wt.w.mu.Lock()
 	defer wt.w.mu.Unlock()
-	if wt.w.watches[wt.token] != wt {
+	if wt.w.closed || wt.w.watches[wt.token] != wt {
 		return
 	}
 	delete(wt.w.watches, wt.token)
 	// The connection may be closed already, which removed it from the set.
-	_ = wt.ctl(unix.EPOLL_CTL_DEL)
+	_ = wt.w.ctl(wt.rc, unix.EPOLL_CTL_DEL, wt.token)
 }
 
 // ReadNow reads what the socket holds into p without waiting: n > 0 with

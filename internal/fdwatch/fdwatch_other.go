@@ -28,3 +28,9 @@ func (wt *Watch) Remove() {}
 
 // ReadNow reports ErrUnsupported.
 func (wt *Watch) ReadNow([]byte) (int, error) { return 0, ErrUnsupported }
+
+// NewTokens reports ErrUnsupported.
+func NewTokens(func(uint64), func()) (*Watcher, error) { return nil, ErrUnsupported }
+
+// Arm reports ErrUnsupported.
+func (w *Watcher) Arm(syscall.RawConn, uint64) error { return ErrUnsupported }

@@ -10,29 +10,11 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/flurrypt/flurry/internal/chaintest/loopback"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// pair returns the two ends of a loopback TCP connection.
-func pair(t *testing.T) (server *net.TCPConn, client net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(); client.Close() })
-	return c.(*net.TCPConn), client
-}
 
 func newWatcher(t *testing.T) *Watcher {
 	t.Helper()
@@ -81,7 +63,7 @@ func notFired(t *testing.T, ch <-chan struct{}) {
 // of stream.
 func TestWatch(t *testing.T) {
 	w := newWatcher(t)
-	srv, cli := pair(t)
+	srv, cli := loopback.TCPPair(t)
 	wt, calls := watch(t, w, srv)
 	notFired(t, calls)
 	buf := make([]byte, 16)
@@ -126,7 +108,7 @@ func TestWatch(t *testing.T) {
 // TestRemoveThenReuse: a removed socket goes back to ordinary blocking use.
 func TestRemoveThenReuse(t *testing.T) {
 	w := newWatcher(t)
-	srv, cli := pair(t)
+	srv, cli := loopback.TCPPair(t)
 	wt, calls := watch(t, w, srv)
 	wt.Remove()
 	if _, err := cli.Write([]byte("x")); err != nil {
@@ -153,7 +135,7 @@ func TestManyAndClose(t *testing.T) {
 	calls := make(chan int, n)
 	clients := make([]net.Conn, n)
 	for i := range n {
-		srv, cli := pair(t)
+		srv, cli := loopback.TCPPair(t)
 		clients[i] = cli
 		if _, err := w.Add(srv, func() { calls <- i }); err != nil {
 			t.Fatal(err)
@@ -176,8 +158,47 @@ func TestManyAndClose(t *testing.T) {
 	}
 	w.Close()
 	w.Close() // idempotent
-	srv, _ := pair(t)
+	srv, _ := loopback.TCPPair(t)
 	if _, err := w.Add(srv, func() {}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Add after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestTokens: a watcher made by NewTokens reports the token a socket was
+// armed under, once per Arm.
+func TestTokens(t *testing.T) {
+	fired := make(chan uint64, 10)
+	w, err := NewTokens(func(token uint64) { fired <- token }, func() { t.Error("watcher failed") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	srv, cli := loopback.TCPPair(t)
+	rc, err := srv.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Arm(rc, 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // armed again with the byte unread: fires at once
+		select {
+		case token := <-fired:
+			if token != 7 {
+				t.Fatalf("token %d, want 7", token)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("not fired")
+		}
+		if err := w.Arm(rc, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	if err := w.Arm(rc, 7); !errors.Is(err, ErrClosed) {
+		t.Errorf("Arm after Close = %v, want ErrClosed", err)
 	}
 }

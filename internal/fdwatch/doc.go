@@ -14,5 +14,12 @@
 // connection and never changes its mode, so that the connection can go back
 // to ordinary blocking use once its watch is removed.
 //
+// A caller with a table of its own can do without a Watch per socket: a
+// watcher made by [NewTokens] reports the token a socket was armed under
+// ([Watcher.Arm]) and leaves the bookkeeping to the caller.
+//
+// The broker watches its parked proxy polls with Add, the relay (through
+// relay/internal/idlepoll) its parked carriers with tokens.
+//
 // On other systems [New] fails with [ErrUnsupported].
 package fdwatch
