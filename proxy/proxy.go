@@ -14,20 +14,23 @@ import (
 
 	"github.com/pion/webrtc/v4"
 
+	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/messages"
 )
 
 // Proxy polls a broker for clients and relays them. Create it with New and
 // start it with Run; several proxies can run in one process.
 type Proxy struct {
-	s     *settings
-	log   *slog.Logger
-	http  *http.Client
-	own   *http.Transport // non-nil when http uses a transport we created
-	api   *webrtc.API
-	relay *relayDialer
-	slots *slots
-	m     *metrics
+	s    *settings
+	log  *slog.Logger
+	http *http.Client
+	own  *http.Transport // non-nil when http uses a transport we created
+	api  *webrtc.API
+	// shaper learns each offer's ICE credentials for covert DTLS's mimic.
+	shaper *covertdtls.Shaper
+	relay  *relayDialer
+	slots  *slots
+	m      *metrics
 
 	nat     atomic.Pointer[string] // current NAT type, one of the messages constants
 	relayUp atomic.Bool            // the default relay answered the last check
@@ -44,7 +47,7 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{s: s, log: s.Logger, slots: newSlots(s.Capacity), m: newMetrics()}
-	if p.api, err = newWebRTCAPI(s); err != nil {
+	if p.api, p.shaper, err = newWebRTCAPI(s); err != nil {
 		return nil, err
 	}
 	p.relay = newRelayDialer(s)

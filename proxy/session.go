@@ -108,7 +108,7 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 		}
 	})
 
-	defer p.s.CovertDTLS.TrackRemote(offer.SDP)()
+	defer p.shaper.TrackRemote(offer.SDP)()
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
 		return FailOffer, fmt.Errorf("%w: refused by WebRTC", ErrBadOffer)
 	}

@@ -10,27 +10,30 @@ import (
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/webrtcnet"
 )
 
-// newWebRTCAPI builds the pion API every peer connection of the proxy uses.
-func newWebRTCAPI(s *settings) (*webrtc.API, error) {
+// newWebRTCAPI builds the pion API every peer connection of the proxy
+// uses, and the covert DTLS Shaper that must learn each client's offer.
+func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
 	var se webrtc.SettingEngine
 	se.DetachDataChannels()
 	se.LoggerFactory = pionlog.New(s.Logger)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	dataNet, err := dataPathNet()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := configureDTLS(&se, s.CovertDTLS, dataNet); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	shaper, err := configureDTLS(&se, s.CovertDTLS, dataNet)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	se.SetSCTPMaxMessageSize(uint32(s.MaxMessageSize))
 	if s.PortMin != 0 {
 		if err := se.SetEphemeralUDPPortRange(s.PortMin, s.PortMax); err != nil {
-			return nil, fmt.Errorf("%w: port range: %w", ErrInvalidConfig, err)
+			return nil, nil, fmt.Errorf("%w: port range: %w", ErrInvalidConfig, err)
 		}
 	}
 	// No IP filter on the production path: pion binds its STUN (srflx)
@@ -52,13 +55,13 @@ func newWebRTCAPI(s *settings) (*webrtc.API, error) {
 			Mode:            webrtc.ICEAddressRewriteReplace,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%w: outbound address: %w", ErrInvalidConfig, err)
+			return nil, nil, fmt.Errorf("%w: outbound address: %w", ErrInvalidConfig, err)
 		}
 	}
 	if s.ConfigureSettingEngine != nil {
 		s.ConfigureSettingEngine(&se)
 	}
-	return webrtc.NewAPI(webrtc.WithSettingEngine(se)), nil
+	return webrtc.NewAPI(webrtc.WithSettingEngine(se)), shaper, nil
 }
 
 func (p *Proxy) iceConfig() webrtc.Configuration {

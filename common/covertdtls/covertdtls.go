@@ -46,6 +46,7 @@ import (
 
 	"github.com/pion/dtls/v3/pkg/protocol/handshake"
 	"github.com/pion/transport/v5"
+	"github.com/pion/transport/v5/stdnet"
 	"github.com/pion/webrtc/v4"
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 	"github.com/theodorsm/covert-dtls/pkg/mimicry"
@@ -150,21 +151,36 @@ func parseFingerprint(fp string) (fingerprints.ClientHelloFingerprint, error) {
 
 // Apply installs the ClientHello hook of c on se and sets se's network to
 // n (nil: the host's), which mimic wraps to send its hello in a DTLS 1.0
-// record as Chromium does. Disable only sets n. One SettingEngine can
-// serve any number of concurrent peer connections.
-func (c Config) Apply(se *webrtc.SettingEngine, n transport.Net) error {
+// record and its ICE checks as Chromium does. Disable only sets n. One
+// SettingEngine can serve any number of concurrent peer connections. The
+// Shaper (nil unless mimic wraps the network) must learn each remote
+// description: see Shaper.TrackRemote.
+func (c Config) Apply(se *webrtc.SettingEngine, n transport.Net) (*Shaper, error) {
 	if err := c.Validate(); err != nil {
-		return err
+		return nil, err
 	}
+	var sh *Shaper
 	if c.shapesNet() {
-		var err error
-		if n, err = mimicNet(n); err != nil {
-			return err
+		if n == nil {
+			var err error
+			if n, err = stdnet.NewNet(); err != nil {
+				return nil, err
+			}
 		}
+		sh = newShaper()
+		n = chromiumNet{Net: n, sh: sh}
 	}
 	if n != nil {
 		se.SetNet(n)
 	}
+	if err := c.installHook(se); err != nil {
+		return nil, err
+	}
+	return sh, nil
+}
+
+// installHook installs the ClientHello hook of c (none for Disable).
+func (c Config) installHook(se *webrtc.SettingEngine) error {
 	if c.Mode == Disable {
 		return nil
 	}

@@ -53,7 +53,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		var se webrtc.SettingEngine
-		if err := c.Apply(&se, nil); err != nil {
+		if _, err := c.Apply(&se, nil); err != nil {
 			t.Fatalf("Apply after a successful Parse: %v", err)
 		}
 	})
@@ -99,7 +99,7 @@ func handshake(t *testing.T, c covertdtls.Config, answererRole webrtc.DTLSRole) 
 				t.Fatal(err)
 			}
 		}
-		if err := c.Apply(&se, nil); err != nil {
+		if _, err := c.Apply(&se, nil); err != nil {
 			t.Fatal(err)
 		}
 		pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})

@@ -4,7 +4,6 @@ import (
 	"net"
 
 	"github.com/pion/transport/v5"
-	"github.com/pion/transport/v5/stdnet"
 )
 
 // chromiumNet is a pion network whose UDP sockets send what pion has no
@@ -15,36 +14,42 @@ import (
 // side, are untouched; DTLS 1.2 servers (pion's too) accept either version
 // on a first flight. Traffic relayed by a TURN server is framed by the
 // TURN client and keeps pion's shape.
-type chromiumNet struct{ transport.Net }
+type chromiumNet struct {
+	transport.Net
+	sh *Shaper
+}
 
 func (n chromiumNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
 	c, err := n.Net.ListenUDP(network, laddr)
 	if err != nil {
 		return nil, err
 	}
-	return chromiumConn{c}, nil
+	return chromiumConn{c, n.sh}, nil
 }
 
-type chromiumConn struct{ transport.UDPConn }
+type chromiumConn struct {
+	transport.UDPConn
+	sh *Shaper
+}
 
 func (c chromiumConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	n, err := c.UDPConn.WriteTo(chromiumShape(p), addr)
+	n, err := c.UDPConn.WriteTo(c.sh.chromiumShape(p), addr)
 	return min(n, len(p)), err
 }
 
 func (c chromiumConn) WriteToUDP(p []byte, addr *net.UDPAddr) (int, error) {
-	n, err := c.UDPConn.WriteToUDP(chromiumShape(p), addr)
+	n, err := c.UDPConn.WriteToUDP(c.sh.chromiumShape(p), addr)
 	return min(n, len(p)), err
 }
 
 func (c chromiumConn) Write(p []byte) (int, error) {
-	n, err := c.UDPConn.Write(chromiumShape(p))
+	n, err := c.UDPConn.Write(c.sh.chromiumShape(p))
 	return min(n, len(p)), err
 }
 
 // chromiumShape returns the datagram p as Chromium would send it.
-func chromiumShape(p []byte) []byte {
-	return chromiumBinding(legacyRecord(p))
+func (sh *Shaper) chromiumShape(p []byte) []byte {
+	return sh.chromiumBinding(legacyRecord(p))
 }
 
 // legacyRecord returns p with the version of its first record set to DTLS
@@ -58,16 +63,4 @@ func legacyRecord(p []byte) []byte {
 	q := append([]byte(nil), p...)
 	q[2] = 0xff
 	return q
-}
-
-// mimicNet returns n (nil: the host's network) with chromiumNet's
-// changes.
-func mimicNet(n transport.Net) (transport.Net, error) {
-	if n == nil {
-		var err error
-		if n, err = stdnet.NewNet(); err != nil {
-			return nil, err
-		}
-	}
-	return chromiumNet{n}, nil
 }

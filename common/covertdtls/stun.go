@@ -22,7 +22,7 @@ import (
 // first pair nominated.) The
 // MESSAGE-INTEGRITY of a request is keyed with the password of the peer it
 // goes to, which only the session descriptions carry: the peer code
-// registers the remote description (Config.TrackRemote) before ICE starts.
+// registers the remote description (Shaper.TrackRemote) before ICE starts.
 
 // attrGoogNetworkInfo is Chromium's GOOG-NETWORK-INFO attribute: network id
 // and network cost, 16 bits each.
@@ -48,32 +48,35 @@ type remotePeer struct {
 	nominated bool   // we, as controlling agent, nominated a pair to it
 }
 
-// remotePeers maps the ICE username fragment of each tracked remote
-// description to its peer.
-var remotePeers = struct {
-	sync.Mutex
-	m map[string]*remotePeer
-}{m: map[string]*remotePeer{}}
+// Shaper is what mimic's network needs of the session descriptions: the
+// ICE credentials of each remote peer, by username fragment. Apply makes
+// one per SettingEngine; a nil Shaper tracks nothing.
+type Shaper struct {
+	mu    sync.Mutex
+	peers map[string]*remotePeer // guarded by mu
+}
+
+func newShaper() *Shaper { return &Shaper{peers: map[string]*remotePeer{}} }
 
 // TrackRemote registers the ICE credentials of a remote session
 // description (SDP text), so that mimic can re-sign the binding requests
 // sent to that peer; release forgets them and must be called when the
-// peer connection closes. In other modes, or for a description without
-// credentials, it does nothing.
-func (c Config) TrackRemote(sdp string) (release func()) {
+// peer connection closes. On a nil Shaper (every mode but mimic), or for a
+// description without credentials, it does nothing.
+func (sh *Shaper) TrackRemote(sdp string) (release func()) {
 	ufrag, pwd := iceCredentials(sdp)
-	if !c.shapesNet() || ufrag == "" || pwd == "" {
+	if sh == nil || ufrag == "" || pwd == "" {
 		return func() {}
 	}
-	remotePeers.Lock()
-	remotePeers.m[ufrag] = &remotePeer{pwd: pwd}
-	remotePeers.Unlock()
+	sh.mu.Lock()
+	sh.peers[ufrag] = &remotePeer{pwd: pwd}
+	sh.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			remotePeers.Lock()
-			delete(remotePeers.m, ufrag)
-			remotePeers.Unlock()
+			sh.mu.Lock()
+			delete(sh.peers, ufrag)
+			sh.mu.Unlock()
 		})
 	}
 }
@@ -95,14 +98,14 @@ func iceCredentials(sdp string) (ufrag, pwd string) {
 // with this USERNAME ("remote:local") goes to, and whether it should carry
 // USE-CANDIDATE: it does, or it is a controlling check to a peer we have
 // nominated a pair to.
-func remotePeerOf(username string, controlling, useCandidate bool) (pwd string, nominate, ok bool) {
+func (sh *Shaper) remotePeerOf(username string, controlling, useCandidate bool) (pwd string, nominate, ok bool) {
 	ufrag, _, found := strings.Cut(username, ":")
 	if !found {
 		return "", false, false
 	}
-	remotePeers.Lock()
-	defer remotePeers.Unlock()
-	peer, ok := remotePeers.m[ufrag]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	peer, ok := sh.peers[ufrag]
 	if !ok {
 		return "", false, false
 	}
@@ -120,7 +123,7 @@ func isBindingRequest(p []byte) bool {
 // chromiumBinding returns the binding request p rewritten as Chromium
 // writes it, re-signed for its tracked peer, or p itself if p is not a
 // binding request pion signed for a tracked peer.
-func chromiumBinding(p []byte) []byte {
+func (sh *Shaper) chromiumBinding(p []byte) []byte {
 	if !isBindingRequest(p) {
 		return p
 	}
@@ -132,7 +135,7 @@ func chromiumBinding(p []byte) []byte {
 	if err := user.GetFrom(in); err != nil {
 		return p
 	}
-	pwd, nominate, ok := remotePeerOf(user.String(), in.Contains(stun.AttrICEControlling), in.Contains(stun.AttrUseCandidate))
+	pwd, nominate, ok := sh.remotePeerOf(user.String(), in.Contains(stun.AttrICEControlling), in.Contains(stun.AttrUseCandidate))
 	if !ok {
 		return p
 	}

@@ -56,11 +56,11 @@ func attrOrder(t *testing.T, b []byte, pwd string) []stun.AttrType {
 func TestChromiumBinding(t *testing.T) {
 	const sdp = "v=0\r\na=ice-ufrag:REMOTE\r\na=ice-pwd:remotepassword0123456789\r\n"
 	const pwd = "remotepassword0123456789"
-	mimic := Config{Mode: Mimic}
-	release := mimic.TrackRemote(sdp)
+	sh := newShaper()
+	release := sh.TrackRemote(sdp)
 	defer release()
 
-	controlled := chromiumBinding(pionRequest(t, "REMOTE:local", pwd, false, false))
+	controlled := sh.chromiumBinding(pionRequest(t, "REMOTE:local", pwd, false, false))
 	want := []stun.AttrType{stun.AttrUsername, attrGoogNetworkInfo, stun.AttrICEControlled, stun.AttrPriority, stun.AttrMessageIntegrity, stun.AttrFingerprint}
 	if got := attrOrder(t, controlled, pwd); !slices.Equal(got, want) {
 		t.Errorf("controlled: %v, want %v", got, want)
@@ -69,7 +69,7 @@ func TestChromiumBinding(t *testing.T) {
 	// A controlling check before nomination keeps its lack of
 	// USE-CANDIDATE; the nominating one is reordered; later keep-alive
 	// checks to the same peer carry USE-CANDIDATE, as Chromium's do.
-	before := chromiumBinding(pionRequest(t, "REMOTE:local", pwd, true, false))
+	before := sh.chromiumBinding(pionRequest(t, "REMOTE:local", pwd, true, false))
 	want = []stun.AttrType{stun.AttrUsername, attrGoogNetworkInfo, stun.AttrICEControlling, stun.AttrPriority, stun.AttrMessageIntegrity, stun.AttrFingerprint}
 	if got := attrOrder(t, before, pwd); !slices.Equal(got, want) {
 		t.Errorf("controlling before nomination: %v, want %v", got, want)
@@ -77,7 +77,7 @@ func TestChromiumBinding(t *testing.T) {
 	want = []stun.AttrType{stun.AttrUsername, attrGoogNetworkInfo, stun.AttrICEControlling, stun.AttrUseCandidate, stun.AttrPriority, stun.AttrMessageIntegrity, stun.AttrFingerprint}
 	for _, name := range []string{"nominating", "keep-alive after nomination"} {
 		useCandidate := name == "nominating"
-		got := attrOrder(t, chromiumBinding(pionRequest(t, "REMOTE:local", pwd, true, useCandidate)), pwd)
+		got := attrOrder(t, sh.chromiumBinding(pionRequest(t, "REMOTE:local", pwd, true, useCandidate)), pwd)
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: %v, want %v", name, got, want)
 		}
@@ -90,24 +90,21 @@ func TestChromiumBinding(t *testing.T) {
 		"DTLS record":    {22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1},
 		"truncated STUN": pionRequest(t, "REMOTE:local", pwd, true, true)[:30],
 	} {
-		if got := chromiumBinding(p); !bytes.Equal(got, p) {
+		if got := sh.chromiumBinding(p); !bytes.Equal(got, p) {
 			t.Errorf("%s was rewritten", name)
 		}
 	}
-	Config{Mode: RandomizeMimic}.TrackRemote("a=ice-ufrag:RANDOM\r\na=ice-pwd:x\r\n")()
-	p := pionRequest(t, "RANDOM:local", "x", true, false)
-	if got := chromiumBinding(p); !bytes.Equal(got, p) {
-		t.Error("randomizemimic tracked a peer")
-	}
+	var none *Shaper // every mode but mimic
+	none.TrackRemote("a=ice-ufrag:RANDOM\r\na=ice-pwd:x\r\n")()
 
 	release()
-	p = pionRequest(t, "REMOTE:local", pwd, false, false)
-	if got := chromiumBinding(p); !bytes.Equal(got, p) {
+	p := pionRequest(t, "REMOTE:local", pwd, false, false)
+	if got := sh.chromiumBinding(p); !bytes.Equal(got, p) {
 		t.Error("a released peer's request was rewritten")
 	}
-	remotePeers.Lock()
-	n := len(remotePeers.m)
-	remotePeers.Unlock()
+	sh.mu.Lock()
+	n := len(sh.peers)
+	sh.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d peers still tracked", n)
 	}
@@ -117,14 +114,14 @@ func TestChromiumBinding(t *testing.T) {
 // must not panic, and what it changes must be a valid STUN message.
 func FuzzChromiumShape(f *testing.F) {
 	const pwd = "fuzzpassword"
-	release := Config{Mode: Mimic}.TrackRemote("a=ice-ufrag:FUZZ\r\na=ice-pwd:" + pwd + "\r\n")
-	defer release()
+	sh := newShaper()
+	sh.TrackRemote("a=ice-ufrag:FUZZ\r\na=ice-pwd:" + pwd + "\r\n")
 	f.Add(pionRequest(f, "FUZZ:x", pwd, true, true))
 	f.Add(pionRequest(f, "FUZZ:x", pwd, false, false))
 	f.Add([]byte{22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		in := append([]byte(nil), p...)
-		out := chromiumShape(p)
+		out := sh.chromiumShape(p)
 		if !bytes.Equal(p, in) {
 			t.Fatal("input modified")
 		}

@@ -132,7 +132,8 @@ func flurryPair(t *testing.T, mode covertdtls.Mode) webrtcfp.Features {
 	var se webrtc.SettingEngine
 	se.LoggerFactory = &logging.DefaultLoggerFactory{Writer: io.Discard}
 	webrtcnet.LoopbackOnly(&se, nil)
-	if err := proxy.ConfigureDTLS(&se, c); err != nil {
+	shaper, err := proxy.ConfigureDTLS(&se, c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
@@ -149,7 +150,7 @@ func flurryPair(t *testing.T, mode covertdtls.Mode) webrtcfp.Features {
 		if err != nil {
 			return "", err
 		}
-		t.Cleanup(c.TrackRemote(sdp)) // as the proxy does
+		t.Cleanup(shaper.TrackRemote(sdp)) // as the proxy does
 		if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: sdp}); err != nil {
 			return "", err
 		}

@@ -103,6 +103,8 @@ type Dialer struct {
 	cfg        Config
 	log        *slog.Logger
 	stripLocal bool // strip local-address candidates from offers
+	// shaper learns each answer's ICE credentials for covert DTLS's mimic.
+	shaper *covertdtls.Shaper
 }
 
 // NewDialer checks cfg and returns a Dialer.
@@ -140,7 +142,8 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		return nil, err
 	}
 	// Covert DTLS wraps the data path's network when it rewrites records.
-	if err := cfg.CovertDTLS.Apply(&se, dataNet); err != nil {
+	shaper, err := cfg.CovertDTLS.Apply(&se, dataNet)
+	if err != nil {
 		return nil, err
 	}
 	// No IP filter outside LoopbackOnly: pion gathers server-reflexive
@@ -171,6 +174,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		cfg:        cfg,
 		log:        logger,
 		stripLocal: stripLocal,
+		shaper:     shaper,
 	}, nil
 }
 
@@ -264,7 +268,7 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 	if answer.Type != messages.SDPTypeAnswer {
 		return nil, fmt.Errorf("%w: not of type answer", ErrBadAnswer)
 	}
-	if !p.track(d.cfg.CovertDTLS.TrackRemote(answer.SDP)) {
+	if !p.track(d.shaper.TrackRemote(answer.SDP)) {
 		return nil, p.Err()
 	}
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer.SDP}); err != nil {
