@@ -48,9 +48,32 @@ func startChainConfig(t *testing.T, ctx context.Context, cfg ChainConfig) *Chain
 // Flurry's or Snowflake's, started with Snowflake's command lines) and
 // checks its SHA-256; the matrix of times and speeds is printed at the end.
 func TestChains(t *testing.T) {
+	results := runCells(t, Matrix(), func(t *testing.T, ctx context.Context, c *Chain) cellResult {
+		before := cpuTimes(t, c)
+		res, err := demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, nil)
+		if err != nil {
+			t.Fatalf("download: %v", err)
+		}
+		perMB := map[string]float64{}
+		for role, cpu := range cpuTimes(t, c) {
+			perMB[role] = float64((cpu - before[role]).Milliseconds()) / (float64(res.Bytes) / 1e6)
+		}
+		t.Logf("%d bytes intact, first byte after %v, %.2f MB/s, CPU ms per MB %v", res.Bytes, res.FirstByte.Round(time.Millisecond), res.Throughput()/1e6, perMB)
+		return cellResult{Bytes: res.Bytes, FirstByte: res.FirstByte, Total: res.Total, MBps: res.Throughput() / 1e6, CPUPerMB: perMB}
+	})
+	if testing.Short() || len(results) == 0 {
+		return
+	}
+	t.Logf("interop matrix (%d MiB download through each chain, SHA-256 checked):\n%s", chainFileSize>>20, formatMatrix(results, false))
+}
+
+// runCells runs cell as a subtest for each chain of order, each in a
+// network namespace of its own with its chain started, and returns the
+// results the cells reported, by chain name.
+func runCells(t *testing.T, order []Roles, cell func(t *testing.T, ctx context.Context, c *Chain) cellResult) map[string]cellResult {
 	var mu sync.Mutex
 	results := map[string]cellResult{}
-	for _, roles := range Matrix() {
+	for _, roles := range order {
 		t.Run(roles.String(), func(t *testing.T) {
 			if !inNetns(t, func(r cellResult) {
 				mu.Lock()
@@ -61,24 +84,12 @@ func TestChains(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			c := startChain(t, ctx, roles)
-			before := cpuTimes(t, c)
-			res, err := demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, nil)
-			if err != nil {
-				t.Fatalf("download: %v", err)
-			}
-			perMB := map[string]float64{}
-			for role, cpu := range cpuTimes(t, c) {
-				perMB[role] = float64((cpu - before[role]).Milliseconds()) / (float64(res.Bytes) / 1e6)
-			}
-			t.Logf("%d bytes intact, first byte after %v, %.2f MB/s, CPU ms per MB %v", res.Bytes, res.FirstByte.Round(time.Millisecond), res.Throughput()/1e6, perMB)
-			report(t, cellResult{Name: roles.String(), Bytes: res.Bytes, FirstByte: res.FirstByte, Total: res.Total, MBps: res.Throughput() / 1e6, CPUPerMB: perMB})
+			r := cell(t, ctx, startChain(t, ctx, roles))
+			r.Name = roles.String()
+			report(t, r)
 		})
 	}
-	if testing.Short() || len(results) == 0 {
-		return
-	}
-	t.Logf("interop matrix (%d MiB download through each chain, SHA-256 checked):\n%s", chainFileSize>>20, formatMatrix(results, false))
+	return results
 }
 
 // cpuTimes returns the CPU time each role's process has used so far.
@@ -140,78 +151,64 @@ func failoverRoles() []Roles {
 // a new one at once; the download must finish intact. The stall (from the
 // kill until bytes flow again) is recorded.
 func TestFailover(t *testing.T) {
-	var mu sync.Mutex
-	results := map[string]cellResult{}
-	for _, roles := range failoverRoles() {
-		t.Run(roles.String(), func(t *testing.T) {
-			if !inNetns(t, func(r cellResult) {
-				mu.Lock()
-				results[roles.String()] = r
-				mu.Unlock()
-			}) {
-				return
+	results := runCells(t, failoverRoles(), func(t *testing.T, ctx context.Context, c *Chain) cellResult {
+		var progress demo.Progress
+		type fetched struct {
+			res demo.FetchResult
+			err error
+		}
+		done := make(chan fetched, 1)
+		go func() {
+			res, err := demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, &progress)
+			done <- fetched{res, err}
+		}()
+		// Poll the byte count until 30 % has arrived.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for progress.Bytes() < chainFileSize*3/10 {
+			select {
+			case f := <-done:
+				t.Fatalf("download ended before 30 %%: %+v, %v", f.res, f.err)
+			case <-ctx.Done():
+				t.Fatalf("30 %% not reached: %d bytes", progress.Bytes())
+			case <-tick.C:
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-			defer cancel()
-			c := startChain(t, ctx, roles)
-			var progress demo.Progress
-			type fetched struct {
-				res demo.FetchResult
-				err error
-			}
-			done := make(chan fetched, 1)
-			go func() {
-				res, err := demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, &progress)
-				done <- fetched{res, err}
-			}()
-			// Poll the byte count until 30 % has arrived.
-			tick := time.NewTicker(20 * time.Millisecond)
-			defer tick.Stop()
-			for progress.Bytes() < chainFileSize*3/10 {
-				select {
-				case f := <-done:
-					t.Fatalf("download ended before 30 %%: %+v, %v", f.res, f.err)
-				case <-ctx.Done():
-					t.Fatalf("30 %% not reached: %d bytes", progress.Bytes())
-				case <-tick.C:
+		}
+		old := c.Proxies[0]
+		if err := old.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed, at := time.Now(), progress.Bytes()
+		if _, err := c.StartProxy(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var stall time.Duration
+		for stall == 0 {
+			select {
+			case f := <-done:
+				if f.err != nil {
+					t.Fatalf("download after the kill: %v", f.err)
 				}
-			}
-			old := c.Proxies[0]
-			if err := old.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			killed, at := time.Now(), progress.Bytes()
-			if _, err := c.StartProxy(ctx); err != nil {
-				t.Fatal(err)
-			}
-			var stall time.Duration
-			for stall == 0 {
-				select {
-				case f := <-done:
-					if f.err != nil {
-						t.Fatalf("download after the kill: %v", f.err)
-					}
+				stall = time.Since(killed)
+				done <- f
+			case <-ctx.Done():
+				t.Fatalf("no byte after the kill (%d bytes)", progress.Bytes())
+			case <-tick.C:
+				// Bytes already in flight arrive just after the kill; a
+				// 64 KiB margin tells them from new ones.
+				if progress.Bytes() > at+64<<10 {
 					stall = time.Since(killed)
-					done <- f
-				case <-ctx.Done():
-					t.Fatalf("no byte after the kill (%d bytes)", progress.Bytes())
-				case <-tick.C:
-					// Bytes already in flight arrive just after the kill; a
-					// 64 KiB margin tells them from new ones.
-					if progress.Bytes() > at+64<<10 {
-						stall = time.Since(killed)
-					}
 				}
 			}
-			f := <-done
-			if f.err != nil {
-				t.Fatalf("download: %v", f.err)
-			}
-			t.Logf("%d bytes intact after the proxy kill; stall %v", f.res.Bytes, stall.Round(100*time.Millisecond))
-			report(t, cellResult{Name: roles.String(), Bytes: f.res.Bytes, FirstByte: f.res.FirstByte, Total: f.res.Total,
-				MBps: f.res.Throughput() / 1e6, Stall: stall})
-		})
-	}
+		}
+		f := <-done
+		if f.err != nil {
+			t.Fatalf("download: %v", f.err)
+		}
+		t.Logf("%d bytes intact after the proxy kill; stall %v", f.res.Bytes, stall.Round(100*time.Millisecond))
+		return cellResult{Bytes: f.res.Bytes, FirstByte: f.res.FirstByte, Total: f.res.Total,
+			MBps: f.res.Throughput() / 1e6, Stall: stall}
+	})
 	if len(results) > 0 {
 		t.Logf("failover (serving proxy SIGKILLed at 30 %%, a new one started at once):\n%s", formatMatrix(results, true))
 	}
