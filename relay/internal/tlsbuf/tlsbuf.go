@@ -16,6 +16,13 @@ import (
 	"unsafe"
 )
 
+// keepRawInput is the largest raw-record buffer Release keeps: small
+// records (a keep-alive, a ping) fit in the 576 bytes crypto/tls grows it
+// to for them, so that a connection woken by them now and then does not
+// allocate it again each time; what a ClientHello or a burst of data grew
+// goes.
+const keepRawInput = 1024
+
 // layout is where a tls.Conn keeps what Release touches.
 type layout struct {
 	in       uintptr // halfConn "in": its embedded sync.Mutex guards the rest
@@ -49,8 +56,9 @@ func findLayout() layout {
 }
 
 // Release drops c's input buffers if they are empty (nothing read ahead,
-// no plaintext or handshake message waiting); the next read that needs one
-// allocates it again. Call it between reads, when c is about to idle. It
+// no plaintext or handshake message waiting) and, for the raw-record
+// buffer, larger than keepRawInput; the next read that needs one allocates
+// it again. Call it between reads, when c is about to idle. It
 // reports false if this Go's crypto/tls is not laid out as expected.
 func Release(c *tls.Conn) bool {
 	if !conn.ok {
@@ -66,7 +74,7 @@ func Release(c *tls.Conn) bool {
 	if input.Len() == 0 {
 		// input points into rawInput's array: let both go.
 		*input = bytes.Reader{}
-		if rawInput.Len() == 0 {
+		if rawInput.Len() == 0 && rawInput.Cap() > keepRawInput {
 			*rawInput = bytes.Buffer{}
 		}
 	}
