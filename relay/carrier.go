@@ -84,7 +84,8 @@ func newBufferPools() *bufferPools {
 //
 // Goroutines: a reader runs from the end of the upgrade to the end of the
 // connection, except while the carrier is parked: when nothing has come for
-// parkAfter, the reader hands the carrier to the relay's poller and ends,
+// parkAfter (or nothing is waiting right after the handshake, see
+// readFirst), the reader hands the carrier to the relay's poller and ends,
 // and a new reader starts when the connection is readable again (or its
 // idle deadline passes, or it is closed). A parked carrier holds no
 // goroutine and no buffer. The writer starts when the carrier has
