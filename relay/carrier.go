@@ -84,7 +84,8 @@ func newBufferPools() *bufferPools {
 //
 // Goroutines: a reader runs from the end of the upgrade to the end of the
 // connection, except while the carrier is parked: when nothing has come for
-// parkAfter, the reader hands the carrier to the relay's poller and ends,
+// parkAfter (or nothing is waiting right after the handshake, see
+// readFirst), the reader hands the carrier to the relay's poller and ends,
 // and a new reader starts when the connection is readable again (or its
 // idle deadline passes, or it is closed). A parked carrier holds no
 // goroutine and no buffer. The writer starts when the carrier has
@@ -113,6 +114,7 @@ type carrier struct {
 	active        time.Time     // when a chunk last arrived (coarsely: see refreshActive)
 	deadline      time.Time     // the read deadline set on conn
 	unparkable    bool          // the poller refused the carrier: wait here
+	opened        bool          // it has waited for a chunk once (see readFirst)
 }
 
 func newCarrier(r *Relay, conn *wsserver.Conn, addr netip.Addr) *carrier {
@@ -278,12 +280,23 @@ func (c *carrier) refreshActive() {
 // holding a packet buffer. If nothing comes for parkAfter, it parks the
 // carrier and returns errParked; if nothing comes before the idle
 // deadline, it returns the timeout.
+//
+// A carrier that has just opened parks at once if nothing is waiting to
+// be read: when many open together (a relay's restart, a wave of proxies),
+// they would otherwise all hold a goroutine for parkAfter at the same time,
+// and the runtime keeps what it grows for such a peak (goroutine
+// descriptors are never freed). A carrier whose client is already sending
+// is woken by the poller as soon as it is parked.
 func (c *carrier) readFirst() error {
 	idleEnd := c.active.Add(c.r.cfg.CarrierIdleTimeout)
 	for {
 		dl := idleEnd
 		if c.park != nil && !c.unparkable {
-			if t := time.Now().Add(parkAfter); t.Before(dl) {
+			wait := parkAfter
+			if !c.opened {
+				c.opened, wait = true, 0
+			}
+			if t := time.Now().Add(wait); t.Before(dl) {
 				dl = t
 			}
 		}

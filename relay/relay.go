@@ -127,20 +127,30 @@ func (r *Relay) MetricsHandler() http.Handler {
 }
 
 func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	if c := r.upgrade(w, req); c != nil {
+		// Serve the carrier in a goroutine of its own and return, so that
+		// an HTTP server's request buffers become garbage at once.
+		go c.serve()
+	}
+}
+
+// upgrade answers req, and returns the carrier it opened (to be served by
+// the caller) if it was a WebSocket upgrade that was admitted, or nil.
+func (r *Relay) upgrade(w http.ResponseWriter, req *http.Request) *carrier {
 	if r.cfg.Path != "" && req.URL.Path != r.cfg.Path {
 		r.stats.rejectedPath.Add(1)
 		http.NotFound(w, req)
-		return
+		return nil
 	}
 	peer, ok := r.admitPeer(w, req)
 	if !ok {
-		return
+		return nil
 	}
 	if !r.reserveConn() {
 		r.adm.removeCarrier(peer)
 		r.stats.rejectedLimit.Add(1)
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
-		return
+		return nil
 	}
 	// Proxies run in browsers on any origin, and the relay has no cookies
 	// or ambient authority to protect: Origin is not checked.
@@ -151,7 +161,7 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		r.adm.removeCarrier(peer)
 		r.stats.fail(failUpgrade)
 		r.log.Debug("websocket upgrade failed", "err", err)
-		return
+		return nil
 	}
 	c := newCarrier(r, ws, parseClientIP(req.URL.Query().Get("client_ip")))
 	c.peer = peer
@@ -159,7 +169,7 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		c.conn.Close()
 		r.releaseConn()
 		r.adm.removeCarrier(peer)
-		return
+		return nil
 	}
 	c.ended = func() {
 		r.removeCarrier(c)
@@ -167,9 +177,7 @@ func (r *Relay) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		r.releaseConn()
 		r.wg.Done()
 	}
-	// Serve the carrier in a goroutine of its own and return, so that an
-	// HTTP server's request buffers become garbage at once.
-	go c.serve()
+	return c
 }
 
 // reserveConn counts a new connection against MaxConns.

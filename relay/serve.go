@@ -136,9 +136,20 @@ func (s *upgradeServer) drain(timeout time.Duration) {
 	<-done
 }
 
-// serveConn reads one request from c within HandshakeTimeout (after the
-// TLS handshake, with TLS) and hands it to the relay's handler.
+// serveConn serves one connection: its request, then, if it was a
+// carrier's upgrade, the carrier, in this goroutine: a burst of new
+// connections then takes one goroutine each, not two.
 func (s *upgradeServer) serveConn(c net.Conn) {
+	if carrier := s.readRequest(c); carrier != nil {
+		carrier.serve()
+	}
+}
+
+// readRequest reads one request from c within HandshakeTimeout (after the
+// TLS handshake, with TLS) and hands it to the relay. It returns the
+// carrier the request opened, to be served, or nil once it has answered
+// and closed c.
+func (s *upgradeServer) readRequest(c net.Conn) *carrier {
 	hijacked := false
 	defer func() {
 		if !hijacked {
@@ -150,14 +161,14 @@ func (s *upgradeServer) serveConn(c net.Conn) {
 		s.wg.Done()
 	}()
 	if err := c.SetDeadline(time.Now().Add(s.r.cfg.HandshakeTimeout)); err != nil {
-		return
+		return nil
 	}
 	conn := c
 	if s.tls != nil {
 		tc := tls.Server(c, s.tls)
 		if err := tc.Handshake(); err != nil {
 			s.r.log.Debug("TLS handshake failed", "error", err)
-			return
+			return nil
 		}
 		conn = tc
 	}
@@ -174,14 +185,15 @@ func (s *upgradeServer) serveConn(c net.Conn) {
 			s.r.log.Debug("malformed upgrade request")
 			_, _ = io.WriteString(conn, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 		}
-		return
+		return nil
 	}
 	req.RemoteAddr = c.RemoteAddr().String()
 	w := &responseWriter{conn: conn, br: br, header: make(http.Header)}
-	s.r.serveHTTP(w, req)
+	carrier := s.r.upgrade(w, req)
 	if hijacked = w.hijacked; !hijacked {
 		_ = w.finish()
 	}
+	return carrier
 }
 
 // responseWriter is the http.ResponseWriter for one request on a

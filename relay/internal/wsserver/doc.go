@@ -8,8 +8,9 @@
 // turbotunnel encapsulation) and whose every Write is one binary message.
 //
 // Unlike gorilla/websocket, a Conn holds no buffer between reads: Read
-// borrows a read buffer from a pool and Release gives it back, so an idle
-// connection costs its struct and little else. A read timeout is not
+// borrows a read buffer from a pool and Release gives it back (with TLS,
+// it also drops crypto/tls's empty input buffers: relay/internal/tlsbuf),
+// so an idle connection costs its struct and little else. A read timeout is not
 // permanent (a Read may be retried after one, and a frame read in part
 // continues), so that the caller can wait for a connection with short
 // deadlines and hand it to a readiness poller between them.
