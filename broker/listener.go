@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Listener returns a listener to serve Handler on (with http.Server.Serve,
@@ -48,6 +49,8 @@ func (b *Broker) Listener(ln net.Listener, tlsConfig *tls.Config) net.Listener {
 		returned: make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		stopped:  make(chan struct{}),
+
+		admission: newAdmission(),
 	}
 	go l.acceptLoop()
 	return l
@@ -64,6 +67,8 @@ type listener struct {
 	done     chan struct{}     // closed by Close
 	stopped  chan struct{}     // closed when acceptLoop returns
 	err      error             // why acceptLoop ended; read after stopped
+
+	admission *admission // of the connections Accept returns
 
 	mu     sync.Mutex
 	queue  []net.Conn // handed-back connections not yet accepted
@@ -102,8 +107,22 @@ func (l *listener) acceptLoop() {
 	}
 }
 
-// Accept returns the next new or handed-back connection.
+// Accept returns the next new or handed-back connection, once it may
+// enter net/http (see admission).
 func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.next()
+	if err != nil {
+		return nil, err
+	}
+	if !l.admission.admit(parkConnOf(c), l.done) {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	return c, nil
+}
+
+// next returns the next new or handed-back connection.
+func (l *listener) next() (net.Conn, error) {
 	for {
 		l.mu.Lock()
 		if len(l.queue) > 0 {
@@ -199,6 +218,11 @@ type parkConn struct {
 	// replay is owned by whoever owns the connection: the parked poll's
 	// goroutine fills it, the HTTP server reads it after Accept.
 	replay []byte
+
+	// Guarded by l.admission.mu.
+	admitted                   bool
+	admittedAt                 time.Time
+	prevAdmitted, nextAdmitted *parkConn
 }
 
 // parkAddr is the LocalAddr of a parkConn: the real address, marked.
@@ -219,6 +243,12 @@ func (c *parkConn) Read(p []byte) (int, error) {
 		c.replay = nil
 	}
 	return n, nil
+}
+
+// Close closes the connection and ends its admission into net/http.
+func (c *parkConn) Close() error {
+	c.l.admission.release(c)
+	return c.Conn.Close()
 }
 
 // CloseWrite lets net/http half-close the connection as it does a TCP one.

@@ -18,6 +18,7 @@ import (
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/internal/clientaddr"
 	"github.com/flurrypt/flurry/internal/commalist"
+	"github.com/flurrypt/flurry/internal/idlemem"
 	"github.com/flurrypt/flurry/internal/serve"
 )
 
@@ -33,6 +34,7 @@ type options struct {
 }
 
 func main() {
+	idlemem.Start()
 	var o options
 	cfg, err := parseFlags(flag.CommandLine, os.Args[1:], &o)
 	if errors.Is(err, flag.ErrHelp) {
