@@ -19,18 +19,14 @@ import (
 // resident size, for a few percent of throughput.
 const GCPercent = 50
 
-// CheckInterval is how often Start's goroutine looks whether the process
-// has gone quiet (see returnIdle).
-const CheckInterval = 15 * time.Second
-
 // Start sets GOGC to GCPercent unless the environment sets GOGC, and
-// starts a goroutine that returns idle memory every CheckInterval. Call it
-// once, first thing in main.
-func Start() {
+// starts a goroutine that returns idle memory once a quiet interval has
+// passed (see returnIdle). Call it once, first thing in main.
+func Start(quiet time.Duration) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(GCPercent)
 	}
-	go returnIdle(CheckInterval)
+	go returnIdle(quiet)
 }
 
 // returnIdle collects garbage and returns free memory to the operating

@@ -106,8 +106,12 @@ Flags:
 	return &f
 }
 
+// quietInterval is how long the relay must go without a garbage
+// collection before it returns its idle memory to the operating system.
+const quietInterval = 15 * time.Second
+
 func main() {
-	idlemem.Start()
+	idlemem.Start(quietInterval)
 	f := parseFlags()
 	if f.showVersion {
 		fmt.Fprintf(os.Stderr, "flurry-relay %s\n", version.String())
