@@ -30,12 +30,20 @@ const (
 )
 
 // admission counts the connections a listener has admitted into net/http
-// that have not yet started waiting, oldest first.
+// that have not yet started waiting.
 type admission struct {
-	mu         sync.Mutex
-	head, tail *parkConn // admitted, in order of admission
-	n          int
-	released   chan struct{} // signalled when n falls below maxAdmitted
+	mu       sync.Mutex
+	order    []admitted    // oldest first; includes some already released
+	n        int           // admissions still held
+	seq      uint64        // of the last admission
+	released chan struct{} // signalled when an admission ends
+}
+
+// admitted is one admission: pc holds it while pc.admitSeq is seq.
+type admitted struct {
+	pc  *parkConn
+	seq uint64
+	at  time.Time
 }
 
 func newAdmission() *admission {
@@ -54,24 +62,16 @@ func (a *admission) admit(pc *parkConn, done <-chan struct{}) bool {
 	for {
 		now := time.Now()
 		a.mu.Lock()
-		if a.n >= maxAdmitted && now.Sub(a.head.admittedAt) >= admitLease {
-			a.unlink(a.head) // its lease is over
-		}
+		a.expire(now)
 		if a.n < maxAdmitted {
-			pc.admittedAt = now
-			pc.prevAdmitted, pc.nextAdmitted = a.tail, nil
-			if a.tail != nil {
-				a.tail.nextAdmitted = pc
-			} else {
-				a.head = pc
-			}
-			a.tail = pc
-			pc.admitted = true
+			a.seq++
+			pc.admitSeq = a.seq
+			a.order = append(a.order, admitted{pc, a.seq, now})
 			a.n++
 			a.mu.Unlock()
 			return true
 		}
-		wait := admitLease - now.Sub(a.head.admittedAt)
+		wait := admitLease - now.Sub(a.order[0].at) // the oldest lapses then
 		a.mu.Unlock()
 		if timer == nil {
 			timer = time.NewTimer(wait)
@@ -87,36 +87,38 @@ func (a *admission) admit(pc *parkConn, done <-chan struct{}) bool {
 	}
 }
 
+// expire drops the released admissions and those older than admitLease
+// from the front of order, so that order[0], if any, is held and recent.
+// Called with mu held.
+func (a *admission) expire(now time.Time) {
+	for len(a.order) > 0 {
+		e := a.order[0]
+		if e.pc.admitSeq == e.seq {
+			if now.Sub(e.at) < admitLease {
+				return
+			}
+			e.pc.admitSeq = 0 // its lease is over
+			a.n--
+		}
+		a.order[0] = admitted{}
+		a.order = a.order[1:]
+	}
+}
+
 // release ends pc's admission, if it still holds one.
 func (a *admission) release(pc *parkConn) {
 	a.mu.Lock()
-	if !pc.admitted {
+	if pc.admitSeq == 0 {
 		a.mu.Unlock()
 		return
 	}
-	a.unlink(pc)
+	pc.admitSeq = 0
+	a.n--
 	a.mu.Unlock()
 	select {
 	case a.released <- struct{}{}:
 	default:
 	}
-}
-
-// unlink removes pc, which holds an admission; called with mu held.
-func (a *admission) unlink(pc *parkConn) {
-	if pc.prevAdmitted != nil {
-		pc.prevAdmitted.nextAdmitted = pc.nextAdmitted
-	} else {
-		a.head = pc.nextAdmitted
-	}
-	if pc.nextAdmitted != nil {
-		pc.nextAdmitted.prevAdmitted = pc.prevAdmitted
-	} else {
-		a.tail = pc.prevAdmitted
-	}
-	pc.prevAdmitted, pc.nextAdmitted = nil, nil
-	pc.admitted = false
-	a.n--
 }
 
 // releaseAdmission ends the admission of r's connection, if it came from

@@ -6,7 +6,6 @@ import (
 	"net"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // Listener returns a listener to serve Handler on (with http.Server.Serve,
@@ -30,6 +29,12 @@ import (
 // while it was parked replayed first. Connections without a socket to
 // watch (not a syscall.Conn), and systems other than Linux, keep their
 // polls in the handler. See docs/performance.md for what this saves.
+//
+// Accept returns a connection only while fewer than 32 of those it
+// returned are between Accept and the moment their request starts waiting
+// or is answered (a place held longer than 20 ms stops counting): the
+// others wait in the kernel's accept queue, so that a wave of polls does
+// not pass through net/http at once.
 //
 // Polls over HTTP/2, on connections from other listeners (an
 // httptest.Server, a listener of your own) or whose request asks to close
@@ -219,10 +224,9 @@ type parkConn struct {
 	// goroutine fills it, the HTTP server reads it after Accept.
 	replay []byte
 
-	// Guarded by l.admission.mu.
-	admitted                   bool
-	admittedAt                 time.Time
-	prevAdmitted, nextAdmitted *parkConn
+	// admitSeq identifies the admission into net/http it holds (0: none);
+	// guarded by l.admission.mu.
+	admitSeq uint64
 }
 
 // parkAddr is the LocalAddr of a parkConn: the real address, marked.
