@@ -86,8 +86,10 @@
 // short-lived goroutine writes the response (the bytes net/http would); the
 // connection then waits, watched the same way, as an idle keep-alive one,
 // and goes back to the server through the listener when the next request
-// starts. A waiting poll costs 4–6 KiB instead of 22 KiB
-// (docs/performance.md).
+// starts. The listener admits at most 32 connections into net/http at a
+// time that have not yet started waiting (see admission), so that a wave
+// of polls does not pass through net/http all at once. A waiting poll
+// costs 2.5–4 KiB instead of 22 KiB (docs/performance.md).
 // While clients are being matched, a poll first waits up to 100 ms in its
 // handler, where a quick match is cheaper. Polls over HTTP/2 or on other
 // servers wait in their handler throughout.

@@ -71,7 +71,16 @@ func (b *Broker) Handler() http.Handler {
 	mux.Handle("GET /status", page)
 	mux.HandleFunc("GET /healthz", b.serveHealth)
 	mux.Handle("/robots.txt", rec.Instrument(stats.EndpointRobots, http.HandlerFunc(serveRobots)))
-	return mux
+	// A proxy poll keeps its connection's admission (see admission) until
+	// it waits or ends; any other request gives it up at once.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/proxy" {
+			defer releaseAdmission(r)
+		} else {
+			releaseAdmission(r)
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // PrometheusHandler returns the handler of a separate metrics listener
@@ -282,15 +291,18 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 		holdEnd := time.Now().Add(hold)
 		err = matcher.ErrStillWaiting
 		if b.matchingNow() {
+			releaseAdmission(r)
 			offer, err = b.match.Await(r.Context(), p, b.parkAfter)
 		}
 		if err == matcher.ErrStillWaiting {
 			if b.park(w, pc, p, ev, start, holdEnd, idle) {
 				return true
 			}
+			releaseAdmission(r)
 			offer, err = b.match.Wait(r.Context(), p, time.Until(holdEnd))
 		}
 	} else {
+		releaseAdmission(r)
 		offer, err = b.match.Wait(r.Context(), p, hold)
 	}
 	pl := b.pools[poolIndex(nat)].Load()

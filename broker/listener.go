@@ -30,6 +30,12 @@ import (
 // watch (not a syscall.Conn), and systems other than Linux, keep their
 // polls in the handler. See docs/performance.md for what this saves.
 //
+// Accept returns a connection only while fewer than 32 of those it
+// returned are between Accept and the moment their request starts waiting
+// or is answered (a place held longer than 20 ms stops counting): the
+// others wait in the kernel's accept queue, so that a wave of polls does
+// not pass through net/http at once.
+//
 // Polls over HTTP/2, on connections from other listeners (an
 // httptest.Server, a listener of your own) or whose request asks to close
 // the connection are served by the handler goroutine as usual.
@@ -48,6 +54,8 @@ func (b *Broker) Listener(ln net.Listener, tlsConfig *tls.Config) net.Listener {
 		returned: make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		stopped:  make(chan struct{}),
+
+		admission: newAdmission(),
 	}
 	go l.acceptLoop()
 	return l
@@ -64,6 +72,8 @@ type listener struct {
 	done     chan struct{}     // closed by Close
 	stopped  chan struct{}     // closed when acceptLoop returns
 	err      error             // why acceptLoop ended; read after stopped
+
+	admission *admission // of the connections Accept returns
 
 	mu     sync.Mutex
 	queue  []net.Conn // handed-back connections not yet accepted
@@ -102,8 +112,22 @@ func (l *listener) acceptLoop() {
 	}
 }
 
-// Accept returns the next new or handed-back connection.
+// Accept returns the next new or handed-back connection, once it may
+// enter net/http (see admission).
 func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.next()
+	if err != nil {
+		return nil, err
+	}
+	if !l.admission.admit(parkConnOf(c), l.done) {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	return c, nil
+}
+
+// next returns the next new or handed-back connection.
+func (l *listener) next() (net.Conn, error) {
 	for {
 		l.mu.Lock()
 		if len(l.queue) > 0 {
@@ -199,6 +223,10 @@ type parkConn struct {
 	// replay is owned by whoever owns the connection: the parked poll's
 	// goroutine fills it, the HTTP server reads it after Accept.
 	replay []byte
+
+	// admitSeq identifies the admission into net/http it holds (0: none);
+	// guarded by l.admission.mu.
+	admitSeq uint64
 }
 
 // parkAddr is the LocalAddr of a parkConn: the real address, marked.
@@ -219,6 +247,12 @@ func (c *parkConn) Read(p []byte) (int, error) {
 		c.replay = nil
 	}
 	return n, nil
+}
+
+// Close closes the connection and ends its admission into net/http.
+func (c *parkConn) Close() error {
+	c.l.admission.release(c)
+	return c.Conn.Close()
 }
 
 // CloseWrite lets net/http half-close the connection as it does a TCP one.

@@ -274,8 +274,14 @@ func (pk *parked) wake() {
 	pk.end(endAnswer)
 }
 
-// holdOver is the timer's function while the poll waits.
-func (pk *parked) holdOver() { pk.end(endAnswer) }
+// holdOver is the timer's function while the poll waits. The timer runs
+// it in a goroutine of its own, which can answer the poll itself: when
+// thousands of holds end together, one goroutine each instead of two.
+func (pk *parked) holdOver() {
+	if pk.ending() {
+		pk.finish(endAnswer)
+	}
+}
 
 // interrupt is Close's: a waiting poll is answered, an idle connection
 // closed, and no connection is handed back.
@@ -295,17 +301,25 @@ func (pk *parked) interrupt() {
 	pk.end(endAnswer)
 }
 
-// end moves a waiting poll to its response (or its disconnect), once.
+// end moves a waiting poll to its response (or its disconnect), once, in
+// a goroutine of its own: its callers must not block.
 func (pk *parked) end(e ending) {
+	if pk.ending() {
+		go pk.finish(e)
+	}
+}
+
+// ending leaves phasePoll and reports whether this call did: only the
+// first event that ends a poll acts on it.
+func (pk *parked) ending() bool {
 	pk.mu.Lock()
+	defer pk.mu.Unlock()
 	if pk.ph != phasePoll {
-		pk.mu.Unlock()
-		return
+		return false
 	}
 	pk.ph = phaseBusy
 	pk.timer.Stop()
-	pk.mu.Unlock()
-	go pk.finish(e)
+	return true
 }
 
 // readable is the watch's function: bytes, end of stream or an error

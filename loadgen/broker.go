@@ -74,6 +74,12 @@ type BrokerConfig struct {
 	// IdleSettle is how long each idle step waits, once its polls are
 	// waiting, before sampling memory. Default DefaultIdleSettle.
 	IdleSettle time.Duration
+	// IdleWindow, if positive, samples memory every 200 ms for this long
+	// after the settle, instead of five samples over a second, and records
+	// the largest RSS beside the median. Idle pollers poll again as soon as
+	// their poll ends, so a window of two proxy holds covers the broker's
+	// steady state, the waves of returning polls included.
+	IdleWindow time.Duration
 	// IdleBurst starts each idle step's new polls all at once, as when
 	// many proxies return together (after a network outage or a broker
 	// restart), instead of in batches of idleBatch that each wait for
@@ -166,7 +172,8 @@ type ProxyCounts struct {
 type IdleResult struct {
 	BaselineRSSBytes int64      `json:"baseline_rss_bytes,omitempty"`
 	SettleSeconds    float64    `json:"settle_seconds"`
-	Burst            bool       `json:"burst"` // each step's polls arrived at once
+	WindowSeconds    float64    `json:"window_seconds,omitempty"` // IdleWindow
+	Burst            bool       `json:"burst"`                    // each step's polls arrived at once
 	Steps            []IdleStep `json:"steps"`
 	// BytesPerPoll is the last step's figure.
 	BytesPerPoll float64 `json:"bytes_per_poll,omitempty"`
@@ -181,6 +188,9 @@ type IdleStep struct {
 	Waiting      int64   `json:"waiting"` // polls sent and not yet answered when sampled (median)
 	RSSBytes     int64   `json:"rss_bytes,omitempty"`
 	BytesPerPoll float64 `json:"bytes_per_poll,omitempty"` // (RSSBytes - baseline) / Waiting
+	// With IdleWindow: the largest RSS sampled, and its figure per poll.
+	MaxRSSBytes     int64   `json:"max_rss_bytes,omitempty"`
+	MaxBytesPerPoll float64 `json:"max_bytes_per_poll,omitempty"`
 }
 
 func (cfg BrokerConfig) withDefaults() (BrokerConfig, error) {
@@ -240,7 +250,7 @@ func (cfg BrokerConfig) withDefaults() (BrokerConfig, error) {
 		return cfg, fmt.Errorf("%w: proxies %d out of range 0..%d", ErrInvalidConfig, cfg.Proxies, maxPeers)
 	case len(cfg.Clients) > maxSteps || len(cfg.IdlePolls) > maxSteps:
 		return cfg, fmt.Errorf("%w: at most %d steps", ErrInvalidConfig, maxSteps)
-	case cfg.StepDuration < 0 || cfg.IdleSettle < 0 || cfg.RequestTimeout < 0:
+	case cfg.StepDuration < 0 || cfg.IdleSettle < 0 || cfg.IdleWindow < 0 || cfg.RequestTimeout < 0:
 		return cfg, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
 	case cfg.Rate < 0:
 		return cfg, fmt.Errorf("%w: negative rate", ErrInvalidConfig)
@@ -672,7 +682,7 @@ const idleBatch = 250
 // runIdle holds cfg.IdlePolls polls in ascending steps and samples the
 // broker's memory at each.
 func (r *brokerRun) runIdle(ctx context.Context) IdleResult {
-	res := IdleResult{SettleSeconds: seconds(r.cfg.IdleSettle), Burst: r.cfg.IdleBurst}
+	res := IdleResult{SettleSeconds: seconds(r.cfg.IdleSettle), WindowSeconds: seconds(r.cfg.IdleWindow), Burst: r.cfg.IdleBurst}
 	if s, ok, _ := r.proc.sample(); ok {
 		res.BaselineRSSBytes = s.RSS
 	}
@@ -711,20 +721,31 @@ func (r *brokerRun) runIdle(ctx context.Context) IdleResult {
 		if !sleepCtx(ctx, r.cfg.IdleSettle) {
 			break
 		}
+		samples, gap := 5, sampleGap(r.cfg.IdleSettle)
+		if r.cfg.IdleWindow > 0 {
+			gap = 200 * time.Millisecond
+			samples = max(1, int(r.cfg.IdleWindow/gap))
+		}
 		var rss, w []int64
-		for range 5 {
+		for range samples {
 			if s, ok, _ := r.proc.sample(); ok {
 				rss = append(rss, s.RSS)
 			}
 			w = append(w, waiting.Load())
-			sleepCtx(ctx, sampleGap(r.cfg.IdleSettle))
+			sleepCtx(ctx, gap)
 		}
 		step := IdleStep{Polls: k, Waiting: median(w)}
 		if len(rss) > 0 {
 			step.RSSBytes = median(rss)
+			if r.cfg.IdleWindow > 0 {
+				step.MaxRSSBytes = slices.Max(rss)
+			}
 			if step.Waiting > 0 {
 				step.BytesPerPoll = float64(step.RSSBytes-res.BaselineRSSBytes) / float64(step.Waiting)
 				res.BytesPerPoll = step.BytesPerPoll
+				if step.MaxRSSBytes > 0 {
+					step.MaxBytesPerPoll = float64(step.MaxRSSBytes-res.BaselineRSSBytes) / float64(step.Waiting)
+				}
 			}
 		}
 		res.Steps = append(res.Steps, step)

@@ -83,9 +83,16 @@ func (r Result) WriteTable(w io.Writer) error {
 				arrival = "arriving at once"
 			}
 			title(fmt.Sprintf("broker %s: memory per waiting proxy poll, %s (baseline RSS %s)", b.URL, arrival, mibOrDash(b.Idle.BaselineRSSBytes)))
-			line("polls", "waiting", "broker RSS", "per poll")
-			for _, s := range b.Idle.Steps {
-				line(s.Polls, s.Waiting, mibOrDash(s.RSSBytes), kib(s.BytesPerPoll))
+			if b.Idle.WindowSeconds > 0 {
+				line("polls", "waiting", "broker RSS", "per poll", "max RSS", "max per poll")
+				for _, s := range b.Idle.Steps {
+					line(s.Polls, s.Waiting, mibOrDash(s.RSSBytes), kib(s.BytesPerPoll), mibOrDash(s.MaxRSSBytes), kib(s.MaxBytesPerPoll))
+				}
+			} else {
+				line("polls", "waiting", "broker RSS", "per poll")
+				for _, s := range b.Idle.Steps {
+					line(s.Polls, s.Waiting, mibOrDash(s.RSSBytes), kib(s.BytesPerPoll))
+				}
 			}
 		}
 		title(fmt.Sprintf("broker %s: %d proxies (NAT %s; types %s), clients NAT %s, %.0fs steps",

@@ -15,7 +15,10 @@ BIN=${BIN:-bin}
 SF=${SF:?SF must name the directory of the Snowflake binaries (make snowflake-bins DIR=...)}
 OUT=${OUT:-out/sidebyside}
 DURATION=${DURATION:-10s}
-BURSTS=${BURSTS:-1000 5000 15000} # polls arriving at once; each process needs as many open files
+IDLE=${IDLE:-1000,5000,15000,19000} # waiting polls, in batches of 250, on one broker
+BURSTS=${BURSTS:-1000 5000 15000 19000} # polls arriving at once; each process needs as many open files
+WINDOW=${WINDOW:-20s} # broker memory is sampled over two proxy holds: waves of returning polls included
+PARTS=${PARTS:-broker relay} # which parts to run
 mkdir -p "$OUT"
 ulimit -n 65536 2>/dev/null || true
 
@@ -30,13 +33,27 @@ broker_flags() { # name
 }
 
 broker() { # name binary addr
-	echo "== $1 broker: memory per waiting poll at 1000 and 5000 (in batches); matches/s with 500 proxies at 50 clients"
+	echo "== $1 broker: memory per waiting poll at $IDLE (in batches)"
 	# shellcheck disable=SC2046
 	"$2" $(broker_flags "$1") -addr "$3" >"$OUT/$1-broker.log" 2>&1 &
 	local pid=$!; pids+=("$pid")
 	wait_port "$3"
+	"$BIN/flurry-loadgen" broker -quiet -url "http://$3" -pid "$pid" -proxies 0 -clients 0 -duration 1s \
+		-idle-polls "$IDLE" -idle-window "$WINDOW" -json "$OUT/$1-broker.json" | sed -n '/memory per waiting/,/^$/p' | tee "$OUT/$1-broker.txt"
+	kill "$pid"
+}
+
+# On a fresh broker at another port: the idle polls' closed connections
+# (tens of thousands in TIME_WAIT) would take the ephemeral ports that
+# brokers closing their connections need.
+broker_matches() { # name binary addr
+	echo "== $1 broker: matches/s with 500 proxies at 50 clients"
+	# shellcheck disable=SC2046
+	"$2" $(broker_flags "$1") -addr "$3" >"$OUT/$1-broker-matches.log" 2>&1 &
+	local pid=$!; pids+=("$pid")
+	wait_port "$3"
 	"$BIN/flurry-loadgen" broker -quiet -url "http://$3" -pid "$pid" -proxies 500 -clients 50 \
-		-duration "$DURATION" -idle-polls 1000,5000 -json "$OUT/$1-broker.json" | tee "$OUT/$1-broker.txt"
+		-duration "$DURATION" -json "$OUT/$1-broker-matches.json" | tee "$OUT/$1-broker-matches.txt"
 	kill "$pid"
 }
 
@@ -47,7 +64,7 @@ broker_burst() { # name binary addr polls
 	local pid=$!; pids+=("$pid")
 	wait_port "$3"
 	"$BIN/flurry-loadgen" broker -quiet -url "http://$3" -pid "$pid" -proxies 0 -clients 0 -duration 1s \
-		-idle-burst -idle-polls "$4" -json "$OUT/$1-broker-burst$4.json" | sed -n '/memory per waiting/,/^$/p' | tee "$OUT/$1-broker-burst$4.txt"
+		-idle-burst -idle-polls "$4" -idle-window "$WINDOW" -json "$OUT/$1-broker-burst$4.json" | sed -n '/memory per waiting/,/^$/p' | tee "$OUT/$1-broker-burst$4.txt"
 	kill "$pid"
 }
 
@@ -65,11 +82,17 @@ relay() { # name binary addr
 	rm -rf "$state"
 }
 
-broker flurry "$BIN/flurry-broker" 127.0.0.1:18180
-broker snowflake "$SF/broker" 127.0.0.1:18181
-for n in $BURSTS; do
-	broker_burst flurry "$BIN/flurry-broker" 127.0.0.1:18180 "$n"
-	broker_burst snowflake "$SF/broker" 127.0.0.1:18181 "$n"
-done
-relay flurry "$BIN/flurry-relay" 127.0.0.1:18100
-relay snowflake "$SF/server" 127.0.0.1:18101
+if [[ " $PARTS " == *" broker "* ]]; then
+	broker_matches flurry "$BIN/flurry-broker" 127.0.0.1:18182
+	broker_matches snowflake "$SF/broker" 127.0.0.1:18183
+	broker flurry "$BIN/flurry-broker" 127.0.0.1:18180
+	broker snowflake "$SF/broker" 127.0.0.1:18181
+	for n in $BURSTS; do
+		broker_burst flurry "$BIN/flurry-broker" 127.0.0.1:18180 "$n"
+		broker_burst snowflake "$SF/broker" 127.0.0.1:18181 "$n"
+	done
+fi
+if [[ " $PARTS " == *" relay "* ]]; then
+	relay flurry "$BIN/flurry-relay" 127.0.0.1:18100
+	relay snowflake "$SF/server" 127.0.0.1:18101
+fi

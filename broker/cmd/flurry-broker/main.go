@@ -18,6 +18,7 @@ import (
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/internal/clientaddr"
 	"github.com/flurrypt/flurry/internal/commalist"
+	"github.com/flurrypt/flurry/internal/idlemem"
 	"github.com/flurrypt/flurry/internal/serve"
 )
 
@@ -32,7 +33,17 @@ type options struct {
 	sqsProfiles   string
 }
 
+// quietInterval is how long the broker must go without a garbage
+// collection before it returns its idle memory to the operating system.
+// Proxies come in waves (a restart, polls that end together and come back
+// together) and then wait quietly for up to -proxy-hold: a short interval
+// gives a wave's garbage back before the next one. A busy broker collects
+// by itself and is left alone; a quiet one pays a collection of its small
+// heap every interval at most.
+const quietInterval = 2 * time.Second
+
 func main() {
+	idlemem.Start(quietInterval)
 	var o options
 	cfg, err := parseFlags(flag.CommandLine, os.Args[1:], &o)
 	if errors.Is(err, flag.ErrHelp) {

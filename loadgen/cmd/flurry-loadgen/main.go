@@ -230,6 +230,7 @@ func brokerFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Res
 	fs.Var(&idle, "idle-polls", "idle phase first: hold this many proxy polls at once, comma-separated steps (e.g. 1000,5000); needs -pid")
 	fs.BoolVar(&cfg.IdleBurst, "idle-burst", false, "start each idle step's new polls all at once (default: in batches of 250)")
 	fs.DurationVar(&cfg.IdleSettle, "idle-settle", loadgen.DefaultIdleSettle, "wait after each idle step's polls are waiting before sampling memory")
+	fs.DurationVar(&cfg.IdleWindow, "idle-window", 0, "sample memory every 200ms for this long after -idle-settle and report the largest RSS too (e.g. 20s, two proxy holds: the steady state, waves of returning polls included); 0: five samples over a second")
 	fs.Var(&proxyNAT, "proxy-nat", "proxy NAT mix, value=weight,...")
 	fs.Var(&proxyTypes, "proxy-types", "proxy type mix, value=weight,...")
 	fs.Var(&cliNATs, "client-nat", "client NAT mix, value=weight,...")

@@ -16,7 +16,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/clientaddr"
+	"github.com/flurrypt/flurry/internal/idlemem"
 	"github.com/flurrypt/flurry/internal/serve"
 	"github.com/flurrypt/flurry/relay"
 )
@@ -106,19 +106,12 @@ Flags:
 	return &f
 }
 
-// defaultGCPercent is the relay's GOGC unless the environment sets one. A
-// relay holds thousands of mostly idle connections and allocates little per
-// packet, so memory is what it runs out of first: collecting at 50% growth
-// instead of 100% keeps the garbage each new connection leaves (its upgrade
-// request, its TLS handshake) from inflating the resident size, for a few
-// percent of throughput.
-const defaultGCPercent = 50
+// quietInterval is how long the relay must go without a garbage
+// collection before it returns its idle memory to the operating system.
+const quietInterval = 15 * time.Second
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-	go returnIdleMemory(memoryCheckInterval)
+	idlemem.Start(quietInterval)
 	f := parseFlags()
 	if f.showVersion {
 		fmt.Fprintf(os.Stderr, "flurry-relay %s\n", version.String())
