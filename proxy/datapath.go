@@ -26,14 +26,20 @@ func dataPathNet() (transport.Net, error) {
 
 // downstreamMessageSize bounds the DataChannel messages the proxy sends.
 // Relay messages hold one or two KCP packets (1.4-2.8 KB); SCTP cuts each
-// DataChannel message into 1 172-byte chunks ending in a short one, and
-// every chunk is a packet of its own: one DTLS record and one system call
-// at each end. Sent one by one, such messages cost about a fifth more
-// packets than the same bytes in 16 KiB messages. 16 KiB stays far below
-// any client's announced maximum (Snowflake's and browsers' 64 KiB and
-// more); Snowflake's and Flurry's clients read the messages as a byte
-// stream, whatever their boundaries.
-const downstreamMessageSize = 16 << 10
+// DataChannel message into chunks of sctpChunkPayload bytes ending in a
+// short one, and every chunk is a packet of its own: one DTLS record and
+// one system call at each end. Sent one by one, such messages cost about a
+// fifth more packets than the same bytes in full chunks. A whole number of
+// chunks, just under 16 KiB: far below any client's announced maximum
+// (Snowflake's and browsers' 64 KiB and more). Snowflake's and Flurry's
+// clients read the messages as a byte stream, whatever their boundaries.
+const downstreamMessageSize = 14 * sctpChunkPayload
+
+// sctpChunkPayload is the payload of a full SCTP DATA chunk from pion/sctp:
+// its MTU of 1 191 bytes less the common and DATA chunk headers (28),
+// rounded down to a multiple of 4. Only an optimum: with another value,
+// messages end in a short chunk again.
+const sctpChunkPayload = 1160
 
 // relayReadBufferSize is the proxy's read buffer on its WebSocket to the
 // relay: several relay messages per system call when they arrive faster
@@ -65,21 +71,21 @@ func signal(c chan struct{}) {
 	}
 }
 
-// put appends b (at most downstreamMessageSize bytes), waiting for room;
-// false if the session stopped first.
+// put appends b, as much as fits at a time, so that a writer that falls
+// behind takes full messages; false if the session stopped first.
 func (d *downstream) put(b []byte, s *session) bool {
 	for {
 		d.mu.Lock()
-		if len(d.pending)+len(b) <= cap(d.pending) {
-			wasEmpty := len(d.pending) == 0
-			d.pending = append(d.pending, b...)
-			d.mu.Unlock()
-			if wasEmpty {
-				signal(d.ready)
-			}
+		n := min(len(b), cap(d.pending)-len(d.pending))
+		wasEmpty := len(d.pending) == 0
+		d.pending = append(d.pending, b[:n]...)
+		d.mu.Unlock()
+		if wasEmpty && n > 0 {
+			signal(d.ready)
+		}
+		if b = b[n:]; len(b) == 0 {
 			return true
 		}
-		d.mu.Unlock()
 		select {
 		case <-d.room:
 		case <-s.done:

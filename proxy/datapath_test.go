@@ -50,13 +50,14 @@ func TestDownstreamBatches(t *testing.T) {
 	}
 }
 
-// TestDownstreamFull: a put that does not fit waits until the writer
-// takes the pending bytes, and gives up when the session stops.
+// TestDownstreamFull: a put that does not fit fills the pending bytes up
+// and waits with the rest until the writer takes them, and gives up when
+// the session stops.
 func TestDownstreamFull(t *testing.T) {
 	s := newSession()
 	d := newDownstream(make([]byte, downstreamMessageSize))
-	full := bytes.Repeat([]byte{'x'}, downstreamMessageSize)
-	d.put(full, s)
+	fill := bytes.Repeat([]byte{'x'}, downstreamMessageSize-2)
+	d.put(fill, s)
 
 	put := make(chan bool)
 	go func() { put <- d.put([]byte("more"), s) }()
@@ -65,18 +66,19 @@ func TestDownstreamFull(t *testing.T) {
 		t.Fatal("put did not wait for room")
 	case <-time.After(10 * time.Millisecond):
 	}
-	if b, _ := d.take(make([]byte, downstreamMessageSize), s); len(b) != downstreamMessageSize {
-		t.Fatalf("took %d bytes, want %d", len(b), downstreamMessageSize)
+	if b, _ := d.take(make([]byte, downstreamMessageSize), s); string(b) != string(fill)+"mo" {
+		t.Fatalf("took %d bytes ending in %q, want a full message ending in mo", len(b), b[max(0, len(b)-2):])
 	}
 	if !<-put {
 		t.Fatal("put refused after the writer made room")
 	}
-
-	if b, _ := d.take(make([]byte, downstreamMessageSize), s); string(b) != "more" {
-		t.Fatalf("took %q, want more", b)
+	if b, _ := d.take(make([]byte, downstreamMessageSize), s); string(b) != "re" {
+		t.Fatalf("took %q, want the rest: re", b)
 	}
-	d.put(full[:downstreamMessageSize-1], s)
+
+	d.put(fill, s)
 	go func() { put <- d.put([]byte("no room"), s) }()
+	time.Sleep(10 * time.Millisecond) // let put wait first
 	s.stop(errInactiveForTest)
 	if <-put {
 		t.Fatal("put succeeded after the session stopped")
