@@ -115,6 +115,10 @@ type Download struct {
 	// RcvbufErrors is the growth of Udp RcvbufErrors in /proc/net/snmp
 	// (this network namespace) over the download.
 	RcvbufErrors int64 `json:"rcvbuf_errors"`
+	// UDPDatagramsPerMB is the growth of Udp OutDatagrams (every datagram
+	// sent in this network namespace, data and acknowledgements both
+	// ways) per MB downloaded: what each packet's fixed cost is paid on.
+	UDPDatagramsPerMB float64 `json:"udp_datagrams_per_mb"`
 }
 
 // SideBySideSummary is one implementation's medians.
@@ -134,7 +138,8 @@ type SideBySideSummary struct {
 	// had at least one.
 	Pauses, DownloadsWithPauses int
 	MaxGapSeconds               float64 `json:"max_gap_seconds"`
-	RcvbufErrors                int64   `json:"rcvbuf_errors"` // total
+	RcvbufErrors                int64   `json:"rcvbuf_errors"`        // total
+	UDPDatagramsPerMB           float64 `json:"udp_datagrams_per_mb"` // median
 }
 
 // SideBySideResult is what RunSideBySide measured.
@@ -518,7 +523,8 @@ func (c *sbsChain) download(ctx context.Context, cfg SideBySideConfig) Download 
 	d := Download{Implementation: c.im.Name, CPUMsPerMB: map[string]float64{}}
 	ctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 	defer cancel()
-	drops0, _ := rcvbufErrors()
+	drops0, _ := udpCounter("RcvbufErrors")
+	sent0, _ := udpCounter("OutDatagrams")
 	cpu0 := c.cpuTimes()
 	start := time.Now()
 	dialer := &socksDialer{proxy: c.socks, dialer: newDialer(false)}
@@ -554,7 +560,8 @@ func (c *sbsChain) download(ctx context.Context, cfg SideBySideConfig) Download 
 		}
 	}
 	cpu1 := c.cpuTimes()
-	drops1, _ := rcvbufErrors()
+	drops1, _ := udpCounter("RcvbufErrors")
+	sent1, _ := udpCounter("OutDatagrams")
 	d.RcvbufErrors = drops1 - drops0
 	d.MaxGapSeconds = seconds(maxGap)
 	if !first.IsZero() {
@@ -565,6 +572,7 @@ func (c *sbsChain) download(ctx context.Context, cfg SideBySideConfig) Download 
 	}
 	mb := float64(d.Bytes) / 1e6
 	if mb > 0 {
+		d.UDPDatagramsPerMB = float64(sent1-sent0) / mb
 		for role, t := range cpu1 {
 			d.CPUMsPerMB[role] = float64(t-cpu0[role]) / 1e6 / mb
 		}
@@ -576,18 +584,18 @@ func (c *sbsChain) download(ctx context.Context, cfg SideBySideConfig) Download 
 	return d
 }
 
-// rcvbufErrors reads Udp RcvbufErrors from /proc/net/snmp.
-func rcvbufErrors() (int64, error) {
+// udpCounter reads the Udp counter called name from /proc/net/snmp.
+func udpCounter(name string) (int64, error) {
 	b, err := os.ReadFile("/proc/net/snmp")
 	if err != nil {
 		return 0, err
 	}
-	return parseRcvbufErrors(string(b))
+	return parseUDPCounter(string(b), name)
 }
 
-// parseRcvbufErrors finds RcvbufErrors in the two "Udp:" lines of
+// parseUDPCounter finds the counter called name in the two "Udp:" lines of
 // /proc/net/snmp (names, then values).
-func parseRcvbufErrors(snmp string) (int64, error) {
+func parseUDPCounter(snmp, name string) (int64, error) {
 	var names []string
 	for line := range strings.Lines(snmp) {
 		rest, ok := strings.CutPrefix(line, "Udp: ")
@@ -599,7 +607,7 @@ func parseRcvbufErrors(snmp string) (int64, error) {
 			names = f
 			continue
 		}
-		if i := slices.Index(names, "RcvbufErrors"); i >= 0 && i < len(f) {
+		if i := slices.Index(names, name); i >= 0 && i < len(f) {
 			var v int64
 			if _, err := fmt.Sscan(f[i], &v); err != nil {
 				return 0, err
@@ -608,7 +616,7 @@ func parseRcvbufErrors(snmp string) (int64, error) {
 		}
 		break
 	}
-	return 0, errors.New("no Udp RcvbufErrors in /proc/net/snmp")
+	return 0, fmt.Errorf("no Udp %s in /proc/net/snmp", name)
 }
 
 func medianFloat(xs []float64) float64 {
@@ -625,7 +633,7 @@ func medianFloat(xs []float64) float64 {
 
 func summarizeSideBySide(c *sbsChain, all []Download) SideBySideSummary {
 	s := SideBySideSummary{Implementation: c.im.Name, CPUMsPerMB: map[string]float64{}, PeakRSS: map[string]int64{}}
-	var rates, ttfb []float64
+	var rates, ttfb, datagrams []float64
 	cpu := map[string][]float64{}
 	for _, d := range all {
 		if d.Implementation != c.im.Name {
@@ -638,6 +646,7 @@ func summarizeSideBySide(c *sbsChain, all []Download) SideBySideSummary {
 		s.OK++
 		rates = append(rates, d.MBPerSec)
 		ttfb = append(ttfb, d.TTFBSeconds)
+		datagrams = append(datagrams, d.UDPDatagramsPerMB)
 		total := 0.0
 		for _, r := range []string{RoleClient, RoleProxy, RoleServer} {
 			cpu[r] = append(cpu[r], d.CPUMsPerMB[r])
@@ -653,6 +662,7 @@ func summarizeSideBySide(c *sbsChain, all []Download) SideBySideSummary {
 		s.RcvbufErrors += d.RcvbufErrors
 	}
 	s.MBPerSec, s.TTFBSeconds = medianFloat(rates), medianFloat(ttfb)
+	s.UDPDatagramsPerMB = medianFloat(datagrams)
 	if len(rates) > 0 {
 		s.MBPerSecMin, s.MBPerSecMax = slices.Min(rates), slices.Max(rates)
 	}
@@ -716,6 +726,7 @@ func WriteSideBySideTable(w io.Writer, r SideBySideResult) error {
 	}
 	fmt.Fprintln(bw)
 	row("longest gap, s", func(s SideBySideSummary) float64 { return s.MaxGapSeconds }, "%.3f", false)
+	row("UDP datagrams per MB", func(s SideBySideSummary) float64 { return s.UDPDatagramsPerMB }, "%.0f", true)
 	row("UDP RcvbufErrors, all downloads", func(s SideBySideSummary) float64 { return float64(s.RcvbufErrors) }, "%.0f", false)
 	row("time to first byte, s", func(s SideBySideSummary) float64 { return s.TTFBSeconds }, "%.3f", false)
 	return bw.Flush()

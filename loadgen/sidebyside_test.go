@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestParseRcvbufErrors(t *testing.T) {
+func TestParseUDPCounter(t *testing.T) {
 	const snmp = `Ip: Forwarding DefaultTTL
 Ip: 1 64
 Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
@@ -15,11 +15,14 @@ Udp: 1000 2 702 900 702 0 0 0 0
 UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
 UdpLite: 0 0 0 0 5 0 0 0 0
 `
-	got, err := parseRcvbufErrors(snmp)
+	got, err := parseUDPCounter(snmp, "RcvbufErrors")
 	if err != nil || got != 702 {
-		t.Errorf("parseRcvbufErrors = %d, %v; want 702", got, err)
+		t.Errorf("RcvbufErrors = %d, %v; want 702", got, err)
 	}
-	if _, err := parseRcvbufErrors("Ip: Forwarding\nIp: 1\n"); err == nil {
+	if got, err := parseUDPCounter(snmp, "OutDatagrams"); err != nil || got != 900 {
+		t.Errorf("OutDatagrams = %d, %v; want 900", got, err)
+	}
+	if _, err := parseUDPCounter("Ip: Forwarding\nIp: 1\n", "RcvbufErrors"); err == nil {
 		t.Error("no Udp lines: want an error")
 	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/gorilla/websocket"
 	"github.com/pion/transport/v5"
@@ -23,26 +24,120 @@ func dataPathNet() (transport.Net, error) {
 	return n, nil
 }
 
-// downstreamMessageSize bounds the DataChannel messages the proxy sends:
-// a relay's WebSocket message (at most about 4 KiB from Flurry's and
-// Snowflake's relays) goes out as one message, not as pieces of
-// copyBufferSize, which halves pion's per-message work; 16 KiB stays far
-// below any client's announced maximum (Snowflake's and browsers' 64 KiB
-// and more).
-const downstreamMessageSize = 16 << 10
+// downstreamMessageSize bounds the DataChannel messages the proxy sends.
+// Relay messages hold one or two KCP packets (1.4-2.8 KB); SCTP cuts each
+// DataChannel message into chunks of sctpChunkPayload bytes ending in a
+// short one, and every chunk is a packet of its own: one DTLS record and
+// one system call at each end. Sent one by one, such messages cost about a
+// fifth more packets than the same bytes in full chunks. A whole number of
+// chunks, just under 16 KiB: far below any client's announced maximum
+// (Snowflake's and browsers' 64 KiB and more). Snowflake's and Flurry's
+// clients read the messages as a byte stream, whatever their boundaries.
+const downstreamMessageSize = 14 * sctpChunkPayload
 
-// relayToClient copies WebSocket messages from the relay to the
-// DataChannel, each as one message (larger ones in pieces of
-// downstreamMessageSize), waiting whenever more than bufferedHigh bytes are
-// queued for the client.
-func (p *Proxy) relayToClient(ws *websocket.Conn, ch openedChannel, s *session) error {
-	bp := p.largeBufs.Get().(*[]byte)
-	defer p.largeBufs.Put(bp)
-	buf := (*bp)[:min(len(*bp), downstreamMessageSize)]
+// sctpChunkPayload is the payload of a full SCTP DATA chunk from pion/sctp:
+// its MTU of 1 191 bytes less the common and DATA chunk headers (28),
+// rounded down to a multiple of 4. Only an optimum: with another value,
+// messages end in a short chunk again.
+const sctpChunkPayload = 1160
+
+// relayReadBufferSize is the proxy's read buffer on its WebSocket to the
+// relay: several relay messages per system call when they arrive faster
+// than the DataChannel takes them.
+const relayReadBufferSize = 16 << 10
+
+// downstream hands relay→client bytes from the goroutine that reads the
+// relay to the one that writes the DataChannel. The writer takes everything
+// that arrived while it was busy (pion's queue above bufferedHigh) as one
+// message, so that a bulk download goes out in full messages; it never
+// waits for more, so a lone message goes out at once.
+type downstream struct {
+	mu      sync.Mutex
+	pending []byte // read, not yet taken; at most downstreamMessageSize
+	err     error  // why the reader stopped; returned once pending is empty
+
+	ready chan struct{} // a token: pending or err changed
+	room  chan struct{} // a token: the writer emptied pending
+}
+
+func newDownstream(buf []byte) *downstream {
+	return &downstream{pending: buf[:0], ready: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// put appends b, as much as fits at a time, so that a writer that falls
+// behind takes full messages; false if the session stopped first.
+func (d *downstream) put(b []byte, s *session) bool {
+	for {
+		d.mu.Lock()
+		n := min(len(b), cap(d.pending)-len(d.pending))
+		wasEmpty := len(d.pending) == 0
+		d.pending = append(d.pending, b[:n]...)
+		d.mu.Unlock()
+		if wasEmpty && n > 0 {
+			signal(d.ready)
+		}
+		if b = b[n:]; len(b) == 0 {
+			return true
+		}
+		select {
+		case <-d.room:
+		case <-s.done:
+			return false
+		}
+	}
+}
+
+// finish records why the reader stopped.
+func (d *downstream) finish(err error) {
+	d.mu.Lock()
+	d.err = err
+	d.mu.Unlock()
+	signal(d.ready)
+}
+
+// take waits for pending bytes and returns them, leaving out (emptied) in
+// their place; once the reader has stopped and nothing is pending, it
+// returns the reader's error.
+func (d *downstream) take(out []byte, s *session) ([]byte, error) {
+	for {
+		d.mu.Lock()
+		if len(d.pending) > 0 {
+			out, d.pending = d.pending, out[:0]
+			d.mu.Unlock()
+			signal(d.room)
+			return out, nil
+		}
+		err := d.err
+		d.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-d.ready:
+		case <-s.done:
+			return nil, s.err
+		}
+	}
+}
+
+// readRelay reads the relay's WebSocket messages into d until the relay
+// or the session ends.
+func (p *Proxy) readRelay(ws *websocket.Conn, d *downstream, s *session) {
+	bp := p.downBufs.Get().(*[]byte)
+	defer p.downBufs.Put(bp)
+	buf := *bp
 	for {
 		_, r, err := ws.NextReader() // only text and binary messages
 		if err != nil {
-			return err
+			d.finish(err)
+			return
 		}
 		for end := false; !end; {
 			n, err := io.ReadFull(r, buf)
@@ -50,22 +145,37 @@ func (p *Proxy) relayToClient(ws *websocket.Conn, ch openedChannel, s *session) 
 			case err == io.EOF || err == io.ErrUnexpectedEOF:
 				end = true
 			case err != nil:
-				return err
+				d.finish(err)
+				return
 			}
-			if n == 0 {
-				continue
+			if n > 0 && !d.put(buf[:n], s) {
+				return
 			}
-			if _, werr := ch.rwc.Write(buf[:n]); werr != nil {
-				return werr
-			}
-			p.m.addToClient(n)
-			s.moved.Add(1)
-			for ch.dc.BufferedAmount() > bufferedHigh {
-				select {
-				case <-s.lowWater:
-				case <-s.done:
-					return s.err
-				}
+		}
+	}
+}
+
+// relayToClient writes what readRelay reads to the DataChannel, everything
+// pending as one message, waiting whenever more than bufferedHigh bytes are
+// queued for the client.
+// out is the writer's spare buffer, swapped with each batch taken.
+func (p *Proxy) relayToClient(d *downstream, out []byte, ch openedChannel, s *session) error {
+	for {
+		var err error
+		out, err = d.take(out, s)
+		if err != nil {
+			return err
+		}
+		if _, err := ch.rwc.Write(out); err != nil {
+			return err
+		}
+		p.m.addToClient(len(out))
+		s.moved.Add(1)
+		for ch.dc.BufferedAmount() > bufferedHigh {
+			select {
+			case <-s.lowWater:
+			case <-s.done:
+				return s.err
 			}
 		}
 	}

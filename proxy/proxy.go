@@ -38,6 +38,7 @@ type Proxy struct {
 
 	smallBufs sync.Pool // *[]byte of copyBufferSize
 	largeBufs sync.Pool // *[]byte of MaxMessageSize, for rare large messages
+	downBufs  sync.Pool // *[]byte of downstreamMessageSize, relay→client
 }
 
 // New checks cfg, fills in defaults and returns a Proxy ready to Run.
@@ -70,6 +71,7 @@ func New(cfg Config) (*Proxy, error) {
 	size := s.MaxMessageSize
 	p.smallBufs.New = func() any { b := make([]byte, copyBufferSize); return &b }
 	p.largeBufs.New = func() any { b := make([]byte, size); return &b }
+	p.downBufs.New = func() any { b := make([]byte, downstreamMessageSize); return &b }
 	return p, nil
 }
 

@@ -154,7 +154,7 @@ func newRelayDialer(s *settings) *relayDialer {
 		Proxy:            nil, // the checked address is dialled directly
 		TLSClientConfig:  s.RelayTLSConfig,
 		HandshakeTimeout: s.RelayDialTimeout,
-		ReadBufferSize:   copyBufferSize,
+		ReadBufferSize:   relayReadBufferSize,
 		WriteBufferSize:  copyBufferSize,
 		WriteBufferPool:  &wsBufferPool{},
 	}

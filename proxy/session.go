@@ -226,8 +226,9 @@ func (s *session) cause() error {
 }
 
 // copy relays between the DataChannel and the relay until either ends, the
-// peer connection fails, ctx ends or the session goes idle. The relay→client
-// direction runs in the calling goroutine, client→relay in one more.
+// peer connection fails, ctx ends or the session goes idle. The DataChannel
+// writer runs in the calling goroutine, the relay reader and client→relay in
+// one more each.
 func (p *Proxy) copy(ctx context.Context, s *session, ch openedChannel, ws *websocket.Conn) error {
 	s.attach(ch.rwc, ws)
 	stopOnCancel := context.AfterFunc(ctx, func() { s.stop(ctx.Err()) })
@@ -235,11 +236,19 @@ func (p *Proxy) copy(ctx context.Context, s *session, ch openedChannel, ws *webs
 	watchdog := p.watchInactivity(s)
 	defer watchdog.Stop()
 
+	// The two buffers of the relay→client hand-off change hands on every
+	// batch, so both go back to the pool only once both sides have stopped.
+	pending, spare := p.downBufs.Get().(*[]byte), p.downBufs.Get().(*[]byte)
+	defer p.downBufs.Put(pending)
+	defer p.downBufs.Put(spare)
+	d := newDownstream(*pending)
+
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		s.stop(p.clientToRelay(ch.rwc, ws, s))
 	})
-	s.stop(p.relayToClient(ws, ch, s))
+	wg.Go(func() { p.readRelay(ws, d, s) })
+	s.stop(p.relayToClient(d, *spare, ch, s))
 	wg.Wait()
 	// Best effort: tell the relay we are done.
 	ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),

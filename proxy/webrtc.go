@@ -31,6 +31,7 @@ func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	se.SetSCTPMaxMessageSize(uint32(s.MaxMessageSize))
+	webrtcnet.DataPath(&se)
 	if s.PortMin != 0 {
 		if err := se.SetEphemeralUDPPortRange(s.PortMin, s.PortMax); err != nil {
 			return nil, nil, fmt.Errorf("%w: port range: %w", ErrInvalidConfig, err)

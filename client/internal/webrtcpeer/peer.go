@@ -134,6 +134,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	se.DetachDataChannels()
 	se.EnableDataChannelBlockWrite(true)
 	se.SetSCTPMaxMessageSize(MaxMessageSize)
+	webrtcnet.DataPath(&se)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	stripLocal := false
