@@ -88,7 +88,7 @@ func New(cfg Config) (*Relay, error) {
 	}); err == nil {
 		r.poller = p
 	} else {
-		r.log.Debug("idle carriers keep a goroutine each", "error", err)
+		r.log.Debug("idle carriers keep a goroutine each", "err", err)
 	}
 	for i := range cfg.NumTurbotunnel {
 		s, err := newShard(r, i)

@@ -90,7 +90,7 @@ func (s *upgradeServer) acceptLoop(ln net.Listener) error {
 				return err
 			}
 			backoff = min(max(2*backoff, 5*time.Millisecond), maxAcceptBackoff)
-			s.r.log.Debug("accept failed; retrying", "error", err, "backoff", backoff)
+			s.r.log.Debug("accept failed; retrying", "err", err, "backoff", backoff)
 			time.Sleep(backoff)
 			continue
 		}
@@ -167,7 +167,7 @@ func (s *upgradeServer) readRequest(c net.Conn) *carrier {
 	if s.tls != nil {
 		tc := tls.Server(c, s.tls)
 		if err := tc.Handshake(); err != nil {
-			s.r.log.Debug("TLS handshake failed", "error", err)
+			s.r.log.Debug("TLS handshake failed", "err", err)
 			return nil
 		}
 		conn = tc
