@@ -83,16 +83,18 @@ func (r Result) WriteTable(w io.Writer) error {
 				arrival = "arriving at once"
 			}
 			title(fmt.Sprintf("broker %s: memory per waiting proxy poll, %s (baseline RSS %s)", b.URL, arrival, mibOrDash(b.Idle.BaselineRSSBytes)))
-			if b.Idle.WindowSeconds > 0 {
-				line("polls", "waiting", "broker RSS", "per poll", "max RSS", "max per poll")
-				for _, s := range b.Idle.Steps {
-					line(s.Polls, s.Waiting, mibOrDash(s.RSSBytes), kib(s.BytesPerPoll), mibOrDash(s.MaxRSSBytes), kib(s.MaxBytesPerPoll))
+			window := b.Idle.WindowSeconds > 0 // the largest sample too
+			head := []any{"polls", "waiting", "broker RSS", "per poll"}
+			if window {
+				head = append(head, "max RSS", "max per poll")
+			}
+			line(head...)
+			for _, s := range b.Idle.Steps {
+				cells := []any{s.Polls, s.Waiting, mibOrDash(s.RSSBytes), kib(s.BytesPerPoll)}
+				if window {
+					cells = append(cells, mibOrDash(s.MaxRSSBytes), kib(s.MaxBytesPerPoll))
 				}
-			} else {
-				line("polls", "waiting", "broker RSS", "per poll")
-				for _, s := range b.Idle.Steps {
-					line(s.Polls, s.Waiting, mibOrDash(s.RSSBytes), kib(s.BytesPerPoll))
-				}
+				line(cells...)
 			}
 		}
 		title(fmt.Sprintf("broker %s: %d proxies (NAT %s; types %s), clients NAT %s, %.0fs steps",
