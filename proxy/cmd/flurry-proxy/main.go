@@ -23,14 +23,19 @@ import (
 	"github.com/flurrypt/flurry/proxy"
 )
 
-const usageTail = `
+var usageTail = fmt.Sprintf(`
 No flag points at a public host. To serve Tor's Snowflake network:
 
   flurry-proxy -broker https://snowflake-broker.torproject.net/ \
     -relay wss://snowflake.torproject.net/ \
     -stun stun:stun.l.google.com:19302,stun:stun.voip.blackberry.com:3478 \
     -nat-probe-server https://snowflake-broker.torproject.net:8443/probe
-`
+
+Environment:
+  GOMAXPROCS  processors the proxy uses (default %d: enough for a volunteer's
+              link; set it higher to relay more than one core carries)
+  GOGC        the Go collector's target (default %d: less CPU per MB relayed)
+`, maxProcs, gcPercent)
 
 func main() {
 	os.Exit(run())
