@@ -6,6 +6,7 @@
 package idlemem
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -56,4 +57,10 @@ func returnIdle(interval time.Duration) {
 		}
 		lastCycles = cycles
 	}
+}
+
+// Help is the environment section of a -h that calls Start(quiet).
+func Help(quiet time.Duration) string {
+	return fmt.Sprintf("\nEnvironment:\n  GOGC  the Go collector's target (default %d: less memory per connection);\n"+
+		"        free memory goes back to the system after %v without a collection\n", GCPercent, quiet)
 }

@@ -109,6 +109,7 @@ func parseFlags(fs *flag.FlagSet, args []string, o *options) (broker.Config, err
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-broker (-disable-tls | -cert FILE -key FILE | -acme-hostnames NAMES) [flags]\n\nA Snowflake-compatible rendezvous broker. See docs/broker.md.\n\nFlags:\n")
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), idlemem.Help(quietInterval))
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err

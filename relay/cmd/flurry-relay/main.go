@@ -70,6 +70,7 @@ Several tor instances (standalone, no HAProxy, each with its own cookie):
 Flags:
 `, os.Args[0])
 		flag.PrintDefaults()
+		fmt.Fprint(flag.CommandLine.Output(), idlemem.Help(quietInterval))
 	}
 	flag.StringVar(&f.addr, "addr", relay.DefaultListenAddr, "standalone mode: address to listen on for WebSocket connections")
 	flag.StringVar(&f.forward, "forward", "", "standalone mode: TCP address every client stream is forwarded to (required outside managed mode unless -backend is given)")
