@@ -142,7 +142,8 @@ type fastConn struct {
 	// leftover is what was read beyond the request being served (a
 	// pipelined request): Hijack keeps it in the parkConn's replay.
 	leftover []byte
-	reading  bool // blocked in a read; guarded by f.mu
+	req      *http.Request // reused for each request
+	reading  bool          // blocked in a read; guarded by f.mu
 }
 
 // serve reads and answers requests until the connection is closed, handed
@@ -302,11 +303,15 @@ func (fc *fastConn) serveRequest(req fastRequest, body, leftover []byte) (closeC
 	}
 	fc.body.Reset(body)
 	fc.leftover = leftover
-	r := (&http.Request{
-		Method: http.MethodPost, URL: fastURLs[req.endpoint], RequestURI: fastPaths[req.endpoint],
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: hdr, Body: &fc.body, ContentLength: int64(req.bodyLen), RemoteAddr: fc.remote,
-	}).WithContext(&fc.ctx)
+	// One request per connection (its context is set once): no handler
+	// keeps or changes it, and every field they read is set here.
+	if fc.req == nil {
+		fc.req = new(http.Request).WithContext(&fc.ctx)
+	}
+	r := fc.req
+	r.Method, r.URL, r.RequestURI = http.MethodPost, fastURLs[req.endpoint], fastPaths[req.endpoint]
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
+	r.Header, r.Body, r.ContentLength, r.RemoteAddr = hdr, &fc.body, int64(req.bodyLen), fc.remote
 	w := &fc.w
 	w.reset()
 	if fastPaths[req.endpoint] != "/proxy" { // as Handler does
