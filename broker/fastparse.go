@@ -30,11 +30,29 @@ const (
 
 // fastRequest is a request head the fast path accepted.
 type fastRequest struct {
-	endpoint int    // index in fastPaths
-	natType  []byte // Snowflake-NAT-Type's value, nil if absent
-	headLen  int    // bytes up to and including the blank line
-	bodyLen  int    // Content-Length
+	endpoint int // index in fastPaths
+	headLen  int // bytes up to and including the blank line
+	bodyLen  int // Content-Length
+	// kept are the fields the handlers read, in their order, as net/http
+	// would put them in the request's header.
+	kept  [maxKeptFields]keptField
+	nKept int
 }
+
+// keptField is a header field the handlers read: its canonical name (one
+// of keptNames) and its value, pointing into the request head.
+type keptField struct {
+	name  string
+	value []byte
+}
+
+// keptNames are the header fields the handlers read, canonical: the NAT
+// type of a legacy client, and the forwarding fields of a trusted load
+// balancer (see clientaddr). maxKeptFields bounds how many lines of them
+// a request the fast path takes may carry.
+var keptNames = [...]string{"Snowflake-Nat-Type", "X-Forwarded-For", "Forwarded"}
+
+const maxKeptFields = 4
 
 // fastPaths are the endpoints the fast path serves, by fastRequest.endpoint.
 var fastPaths = [...]string{"/proxy", "/client", "/answer"}
@@ -104,11 +122,12 @@ func parseFastHead(buf []byte) (fastRequest, fastParse) {
 			if req.bodyLen = parseLength(value); req.bodyLen < 0 {
 				return fastRequest{}, fastOther
 			}
-		case asciiEqualFold(name, "snowflake-nat-type"):
-			if req.natType != nil {
+		case keptName(name) != "":
+			if req.nKept == maxKeptFields {
 				return fastRequest{}, fastOther
 			}
-			req.natType = value[:len(value):len(value)]
+			req.kept[req.nKept] = keptField{keptName(name), value[:len(value):len(value)]}
+			req.nKept++
 		case asciiEqualFold(name, "connection"):
 			if !asciiEqualFold(value, "keep-alive") {
 				return fastRequest{}, fastOther
@@ -144,6 +163,16 @@ func parseLength(v []byte) int {
 	return n
 }
 
+// keptName returns the canonical name of a field in keptNames, or "".
+func keptName(name []byte) string {
+	for _, k := range keptNames {
+		if asciiEqualFold(name, k) {
+			return k
+		}
+	}
+	return ""
+}
+
 func ignoredField(name []byte) bool {
 	for _, f := range fastIgnored {
 		if asciiEqualFold(name, f) {
@@ -153,21 +182,24 @@ func ignoredField(name []byte) bool {
 	return false
 }
 
-// asciiEqualFold reports whether b equals lower, a lower-case ASCII
-// string, ignoring ASCII case.
-func asciiEqualFold(b []byte, lower string) bool {
-	if len(b) != len(lower) {
+// asciiEqualFold reports whether b equals s, ignoring ASCII case.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
 		return false
 	}
 	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
+		if lowerASCII(c) != lowerASCII(s[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // isToken reports whether b is a non-empty RFC 9110 token.

@@ -16,11 +16,10 @@ import (
 // The fast path. On a plain listener served by Serve or Run, a
 // connection's requests are first read by the broker itself: a request
 // parseFastHead accepts (POST to /proxy, /client or /answer, HTTP/1.1 with
-// a Content-Length, no header the handlers would read but
-// Snowflake-NAT-Type) is served by the same endpoint handlers through a
+// a Content-Length, no header field but those it knows) is served by the same endpoint handlers through a
 // lean http.ResponseWriter that writes, in one write, the bytes net/http
-// would have written. Anything else (another path or method, TLS,
-// forwarding headers, a malformed or oversized request) goes to net/http
+// would have written. Anything else (another path or method, TLS, an
+// unknown header field, a malformed or oversized request) goes to net/http
 // with every byte read so far, and stays there for the connection's life
 // unless a proxy poll parks it again.
 //
@@ -298,8 +297,11 @@ func (fc *fastConn) done(closeConn bool) {
 func (fc *fastConn) serveRequest(req fastRequest, body, leftover []byte) (closeConn, parked bool) {
 	f := fc.f
 	hdr := fastNoHeader
-	if req.natType != nil {
-		hdr = http.Header{"Snowflake-Nat-Type": {string(req.natType)}}
+	if req.nKept > 0 {
+		hdr = make(http.Header, req.nKept)
+		for _, f := range req.kept[:req.nKept] {
+			hdr[f.name] = append(hdr[f.name], string(f.value))
+		}
 	}
 	fc.body.Reset(body)
 	fc.leftover = leftover

@@ -116,6 +116,7 @@ func TestFastPathBytes(t *testing.T) {
 		"client malformed":        rawRequest("POST", "/client", []byte("1.0\n{")),
 		"client legacy":           withHeader(rawRequest("POST", "/client", legacy), "Snowflake-NAT-Type: restricted"),
 		"client legacy bad":       rawRequest("POST", "/client", []byte("nonsense")),
+		"forwarded":               withHeader(rawRequest("POST", "/answer", []byte("{}")), "X-Forwarded-For: 192.0.2.1\r\nForwarded: for=192.0.2.2"),
 		"usual fields":            withHeader(rawRequest("POST", "/answer", []byte("{}")), "User-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\nConnection: keep-alive"),
 	}
 	got := map[string]map[string][]byte{}
@@ -166,7 +167,7 @@ func TestFastPathHandsOver(t *testing.T) {
 	gone := string(vector(t, "proxy-answer-response-client-gone.json"))
 	answer := rawRequest("POST", "/answer", vector(t, "proxy-answer-request.json"))
 	robots := []byte("GET /robots.txt HTTP/1.1\r\nHost: broker\r\n\r\n")
-	forwarded := withHeader(answer, "X-Forwarded-For: 192.0.2.1")
+	unknown := withHeader(answer, "X-Unknown: 1")
 
 	c := tb.dial(t)
 	br := bufio.NewReader(c)
@@ -180,9 +181,9 @@ func TestFastPathHandsOver(t *testing.T) {
 		t.Fatalf("net/http accepted %d connections for rendezvous requests", n)
 	}
 	// Sent in two pieces: the fast path must hand over both.
-	write(t, c, forwarded[:10])
+	write(t, c, unknown[:10])
 	time.Sleep(10 * time.Millisecond)
-	write(t, c, forwarded[10:])
+	write(t, c, unknown[10:])
 	if got := readResponse(t, br); !bytes.HasSuffix(got, []byte(gone)) {
 		t.Fatalf("response %q, want body %q", got, gone)
 	}
