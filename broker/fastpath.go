@@ -63,6 +63,10 @@ type fastPath struct {
 	returned chan struct{} // signalled when queue grows
 	queue    []net.Conn    // handed-back connections; guarded by l.mu
 
+	// spare are fastConns done with, for the next connection: a wave of
+	// returning polls reuses a few instead of leaving one each as garbage.
+	spare sync.Pool
+
 	mu     sync.Mutex
 	closed bool
 	conns  map[*fastConn]struct{} // being served
@@ -75,6 +79,11 @@ func newFastPath(l *listener, srv *http.Server) *fastPath {
 		handlers: l.b.rendezvousHandlers(),
 		returned: make(chan struct{}, 1),
 		conns:    make(map[*fastConn]struct{}),
+	}
+	f.spare.New = func() any {
+		fc := &fastConn{f: f}
+		fc.w = fastWriter{fc: fc, header: make(http.Header, 4)}
+		return fc
 	}
 	f.wg.Add(1)
 	return f
@@ -99,9 +108,9 @@ func (f *fastPath) loop() {
 			c.Close()
 			return
 		}
-		fc := &fastConn{f: f, pc: pc, remote: pc.RemoteAddr().String()}
+		fc := f.spare.Get().(*fastConn)
+		fc.pc, fc.remote = pc, pc.RemoteAddr().String()
 		fc.ctx = fastCtx{srv: f.srv, local: any(parkAddr{pc.Conn.LocalAddr(), pc})}
-		fc.w = fastWriter{fc: fc, header: make(http.Header, 4)}
 		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
@@ -150,6 +159,7 @@ type fastConn struct {
 func (fc *fastConn) serve() {
 	f, b := fc.f, fc.f.l.b
 	defer f.wg.Done()
+	defer fc.recycle()
 	bufp := b.bufs.Get().(*[]byte)
 	buf := (*bufp)[:0]
 	defer func() {
@@ -184,6 +194,21 @@ func (fc *fastConn) serve() {
 		buf = buf[:copy(buf, buf[n:])]
 		idle = true
 	}
+}
+
+// recycle puts fc, whose connection is no longer its own, back with the
+// spares, keeping its header map, request and small buffers.
+func (fc *fastConn) recycle() {
+	fc.pc, fc.remote, fc.ctx, fc.leftover = nil, "", fastCtx{}, nil
+	fc.body.Reset(nil)
+	if fc.req != nil {
+		fc.req.Header, fc.req.Body = nil, nil
+	}
+	fc.w.reset()
+	if cap(fc.w.pending) > fastChunkBuffer || cap(fc.w.out) > initialBodyBuffer {
+		fc.w.pending, fc.w.out = nil, nil
+	}
+	fc.f.spare.Put(fc)
 }
 
 // readHead reads until buf starts with a complete head or one the fast
