@@ -3,10 +3,12 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,9 +37,8 @@ import (
 // ReadHeaderTimeout (from the first byte of a request), ReadTimeout,
 // WriteTimeout and IdleTimeout apply as in net/http; new and handed-back
 // connections pass through the listener's admission as they would into
-// net/http. Unlike net/http, a client that leaves while its offer waits
-// for an answer is not noticed until the answer (or the client timeout)
-// comes: nobody reads the connection meanwhile.
+// net/http. As net/http does, a client's connection is read while its
+// offer waits for an answer, so that a client that leaves is noticed.
 
 // fastChunkBuffer is net/http's bufferBeforeChunkingSize: a handler's
 // output beyond it, without a Content-Length, is sent chunked.
@@ -152,6 +153,9 @@ type fastConn struct {
 	leftover []byte
 	req      *http.Request // reused for each request
 	reading  bool          // blocked in a read; guarded by f.mu
+	// peek is a byte serveWatched read (if peeked) of the next request.
+	peek   [1]byte
+	peeked bool
 }
 
 // serve reads and answers requests until the connection is closed, handed
@@ -187,6 +191,9 @@ func (fc *fastConn) serve() {
 			fc.done(false)
 			return
 		}
+		if fc.peeked {
+			buf = append(buf, fc.peek[0])
+		}
 		if closeConn || fc.w.err != nil {
 			fc.done(true)
 			return
@@ -199,7 +206,7 @@ func (fc *fastConn) serve() {
 // recycle puts fc, whose connection is no longer its own, back with the
 // spares, keeping its header map, request and small buffers.
 func (fc *fastConn) recycle() {
-	fc.pc, fc.remote, fc.ctx, fc.leftover = nil, "", fastCtx{}, nil
+	fc.pc, fc.remote, fc.ctx, fc.leftover, fc.peeked = nil, "", fastCtx{}, nil, false
 	fc.body.Reset(nil)
 	if fc.req != nil {
 		fc.req.Header, fc.req.Body = nil, nil
@@ -329,7 +336,7 @@ func (fc *fastConn) serveRequest(req fastRequest, body, leftover []byte) (closeC
 		}
 	}
 	fc.body.Reset(body)
-	fc.leftover = leftover
+	fc.leftover, fc.peeked = leftover, false
 	// One request per connection (its context is set once): no handler
 	// keeps or changes it, and every field they read is set here.
 	if fc.req == nil {
@@ -344,17 +351,45 @@ func (fc *fastConn) serveRequest(req fastRequest, body, leftover []byte) (closeC
 	if fastPaths[req.endpoint] != "/proxy" { // as Handler does
 		f.l.admission.release(fc.pc)
 	}
-	f.handlers[req.endpoint].ServeHTTP(w, r)
+	if fastPaths[req.endpoint] == "/client" && len(leftover) == 0 {
+		closeConn = fc.serveWatched(f.handlers[req.endpoint], w, r)
+	} else {
+		f.handlers[req.endpoint].ServeHTTP(w, r)
+	}
 	f.l.admission.release(fc.pc)
 	fc.leftover = nil
 	if w.hijacked {
 		return false, true
 	}
 	f.mu.Lock()
-	closeConn = f.closed
+	closeConn = closeConn || f.closed
 	f.mu.Unlock()
 	w.finish(closeConn)
 	return closeConn, false
+}
+
+// serveWatched serves a client's offer, which waits for a proxy's answer,
+// while reading the connection as net/http does, so that a client that
+// leaves cancels the request's context (its proxy's answer is then told
+// "client gone"). A byte of a next request read meanwhile is kept in
+// fc.peek. It reports whether the client has gone.
+func (fc *fastConn) serveWatched(h http.Handler, w http.ResponseWriter, r *http.Request) (gone bool) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	read := make(chan error, 1)
+	_ = fc.pc.SetReadDeadline(time.Time{}) // the request's own is over
+	go func() {
+		n, err := fc.pc.Read(fc.peek[:])
+		fc.peeked = n == 1
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			cancel()
+		}
+		read <- err
+	}()
+	h.ServeHTTP(w, r.WithContext(ctx))
+	_ = fc.pc.SetReadDeadline(time.Unix(1, 0)) // ends the read
+	err := <-read
+	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // fastBody is a request body read in full.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/broker/internal/event"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -220,5 +221,36 @@ func TestFastPathLimits(t *testing.T) {
 	write(t, c, rawRequest("POST", "/client", make([]byte, messages.MaxBodySize+1)))
 	if got := readResponse(t, br); !bytes.HasPrefix(got, []byte("HTTP/1.1 413 ")) {
 		t.Fatalf("oversized body: %q", got)
+	}
+}
+
+// TestFastPathClientGone checks that the fast path notices a client that
+// leaves while its offer waits, as net/http does: the client's poll ends
+// at once (a timeout, without a strike), not at its ClientTimeout, and its
+// proxy's answer is told "client gone".
+func TestFastPathClientGone(t *testing.T) {
+	cfg := broker.Config{BridgeListPath: snowflakeBridges(t), ProxyHold: 10 * time.Second, ClientTimeout: time.Minute}
+	tb, _ := newCountingFastBroker(t, cfg, nil)
+	poll := async(func() response {
+		return tb.post(t, "/proxy", proxyPoll(t, "left", messages.NATUnrestricted, 0, ptr("")))
+	})
+	tb.rec.waitStarted(t, 1)
+	c := tb.dial(t)
+	write(t, c, rawRequest("POST", "/client", clientPoll(t, sd(t, "offer", "c"), messages.NATUnrestricted, "")))
+	if r := <-poll; r.status != http.StatusOK {
+		t.Fatalf("proxy poll: %d %q", r.status, r.body)
+	}
+	c.Close()
+	select { // long before the client's minute
+	case o := <-tb.rec.clientEnded:
+		if o != event.ClientTimeout {
+			t.Fatalf("client outcome = %v, want timeout", o)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the client's leaving went unnoticed")
+	}
+	got := exchange(t, tb, rawRequest("POST", "/answer", proxyAnswer(t, "left", sd(t, "answer", "a"))))[0]
+	if gone := vector(t, "proxy-answer-response-client-gone.json"); !bytes.HasSuffix(got, gone) {
+		t.Fatalf("answer response %q, want body %q", got, gone)
 	}
 }
