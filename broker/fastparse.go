@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/flurrypt/flurry/messages"
 )
@@ -203,20 +204,7 @@ func lowerASCII(c byte) byte {
 }
 
 // isToken reports whether b is a non-empty RFC 9110 token.
-func isToken(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func isToken(b []byte) bool { return alnumOr(b, "!#$%&'*+-.^_`|~") }
 
 // isFieldValue reports whether b holds only visible ASCII, spaces and tabs
 // (no obsolete line folding, no control or non-ASCII bytes).
@@ -231,14 +219,18 @@ func isFieldValue(b []byte) bool {
 
 // isSimpleHost reports whether a Host value is a plain host name or
 // address with an optional port: letters, digits, '.', '-', ':', '[', ']'.
-func isSimpleHost(b []byte) bool {
+func isSimpleHost(b []byte) bool { return alnumOr(b, ".-:[]") }
+
+// alnumOr reports whether b is not empty and holds only ASCII letters,
+// digits and bytes of extra.
+func alnumOr(b []byte, extra string) bool {
 	if len(b) == 0 {
 		return false
 	}
 	for _, c := range b {
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '.', c == '-', c == ':', c == '[', c == ']':
+		case strings.IndexByte(extra, c) >= 0:
 		default:
 			return false
 		}
