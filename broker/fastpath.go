@@ -18,17 +18,17 @@ import (
 // The fast path. On a plain listener served by Serve or Run, a
 // connection's requests are first read by the broker itself: a request
 // parseFastHead accepts (POST to /proxy, /client or /answer, HTTP/1.1 with
-// a Content-Length, no header field but those it knows) is served by the same endpoint handlers through a
-// lean http.ResponseWriter that writes, in one write, the bytes net/http
-// would have written. Anything else (another path or method, TLS, an
+// a Content-Length, no header field but those it knows) is served by the
+// same endpoint handlers through a lean http.ResponseWriter that writes,
+// in one write, the bytes net/http would have written. Anything else (another path or method, TLS, an
 // unknown header field, a malformed or oversized request) goes to net/http
 // with every byte read so far, and stays there for the connection's life
 // unless a proxy poll parks it again.
 //
 // What net/http costs per request and the fast path does not: a goroutine
 // per connection that outlives its request, 4 KiB read and write buffers,
-// the parsed header map, the background read that watches for a
-// disconnect (one more read syscall per request), a flush per response.
+// the parsed header map, a background read on every request (here only
+// while a client's offer waits), a flush per response.
 // The fast path keeps one goroutine and one pooled buffer per connection
 // while it serves; a parked proxy poll gives both up as before.
 //
