@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
 	"os"
 	"time"
 
@@ -67,4 +69,10 @@ func (b *Broker) ClusterServer() string {
 		return ""
 	}
 	return b.cluster.Server()
+}
+
+// FastListener is Listener with the fast path in front of srv, as Serve
+// has it.
+func (b *Broker) FastListener(ln net.Listener, srv *http.Server) net.Listener {
+	return b.newListener(ln, nil, srv)
 }

@@ -116,22 +116,39 @@ type testBroker struct {
 // server is closed (after Close) when the test ends.
 func newTestBroker(t testing.TB, cfg broker.Config) *testBroker {
 	t.Helper()
-	return startTestBroker(t, cfg, true)
+	return startTestBroker(t, cfg, parkingListener, nil)
 }
 
 // newPlainTestBroker is newTestBroker on a plain httptest server: polls
 // wait in their handler.
 func newPlainTestBroker(t testing.TB, cfg broker.Config) *testBroker {
 	t.Helper()
-	return startTestBroker(t, cfg, false)
+	return startTestBroker(t, cfg, plainListener, nil)
 }
 
 // newGraceTestBroker is newTestBroker with the production delay before a
 // poll is parked while clients are being matched.
 func newGraceTestBroker(t testing.TB, cfg broker.Config) *testBroker {
 	t.Helper()
-	return startTestBroker(t, cfg, true, func(b *broker.Broker) {})
+	return startTestBroker(t, cfg, parkingListener, nil, func(b *broker.Broker) {})
 }
+
+// newFastTestBroker is newTestBroker with the fast path in front of
+// net/http, as Serve and Run have it, and the production delay before a
+// poll is parked.
+func newFastTestBroker(t testing.TB, cfg broker.Config) *testBroker {
+	t.Helper()
+	return startTestBroker(t, cfg, fastListener, nil, func(b *broker.Broker) {})
+}
+
+// listenerKind is how startTestBroker serves a broker.
+type listenerKind int
+
+const (
+	plainListener   listenerKind = iota // the httptest server's: polls wait in their handler
+	parkingListener                     // Broker.Listener: polls park
+	fastListener                        // as Serve has it: the fast path, then net/http
+)
 
 // serveModes are the ways a broker can be served; tests of behaviour that
 // must not depend on it run in each.
@@ -142,11 +159,13 @@ var serveModes = []struct {
 	{"parked", newTestBroker},
 	{"grace", newGraceTestBroker},
 	{"plain", newPlainTestBroker},
+	{"fast", newFastTestBroker},
 }
 
-// startTestBroker starts the test broker; with parking, on its own
-// listener, with setup (default: park polls at once) run before serving.
-func startTestBroker(t testing.TB, cfg broker.Config, parking bool, setup ...func(*broker.Broker)) *testBroker {
+// startTestBroker starts the test broker; unless on a plain listener, with
+// setup (default: park polls at once) run before serving.
+// configure, if not nil, sets up the http.Server before it starts.
+func startTestBroker(t testing.TB, cfg broker.Config, listen listenerKind, configure func(*http.Server), setup ...func(*broker.Broker)) *testBroker {
 	t.Helper()
 	rec := newRecorder()
 	b, err := broker.NewWithSink(cfg, rec)
@@ -154,14 +173,21 @@ func startTestBroker(t testing.TB, cfg broker.Config, parking bool, setup ...fun
 		t.Fatalf("New: %v", err)
 	}
 	srv := httptest.NewUnstartedServer(b.Handler())
-	if parking {
+	if configure != nil {
+		configure(srv.Config)
+	}
+	if listen != plainListener {
 		if len(setup) == 0 {
 			setup = append(setup, func(b *broker.Broker) { b.SetParkAfter(0) })
 		}
 		for _, f := range setup {
 			f(b)
 		}
-		srv.Listener = b.Listener(srv.Listener, nil)
+		if listen == fastListener {
+			srv.Listener = b.FastListener(srv.Listener, srv.Config)
+		} else {
+			srv.Listener = b.Listener(srv.Listener, nil)
+		}
 	}
 	srv.Start()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}

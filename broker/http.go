@@ -56,9 +56,9 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 func (b *Broker) Handler() http.Handler {
 	rec := b.stats
 	mux := http.NewServeMux()
-	mux.Handle("/proxy", b.endpoint(stats.EndpointProxy, event.EndpointProxy, &b.limits.proxy, b.serveProxy))
-	mux.Handle("/client", b.endpoint(stats.EndpointClient, event.EndpointClient, &b.limits.client, answered(b.serveClient)))
-	mux.Handle("/answer", b.endpoint(stats.EndpointAnswer, event.EndpointAnswer, &b.limits.answer, answered(b.serveAnswer)))
+	for i, h := range b.rendezvousHandlers() {
+		mux.Handle(fastPaths[i], h)
+	}
 	mux.Handle(AMPPathPrefix, rec.Instrument(stats.EndpointAMP, b.AMPHandler()))
 	mux.Handle("/debug", rec.Instrument(stats.EndpointDebug, b.withCORS(http.HandlerFunc(b.serveDebug))))
 	mux.Handle("/metrics", rec.Instrument(stats.EndpointMetrics, b.withCORS(rec.MetricsHandler())))
@@ -81,6 +81,16 @@ func (b *Broker) Handler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// rendezvousHandlers returns the handlers of the rendezvous endpoints, in
+// the order of fastPaths.
+func (b *Broker) rendezvousHandlers() [len(fastPaths)]http.Handler {
+	return [...]http.Handler{
+		b.endpoint(stats.EndpointProxy, event.EndpointProxy, &b.limits.proxy, b.serveProxy),
+		b.endpoint(stats.EndpointClient, event.EndpointClient, &b.limits.client, answered(b.serveClient)),
+		b.endpoint(stats.EndpointAnswer, event.EndpointAnswer, &b.limits.answer, answered(b.serveAnswer)),
+	}
 }
 
 // PrometheusHandler returns the handler of a separate metrics listener

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"net/http"
 	"sync"
 	"syscall"
 )
@@ -46,6 +47,14 @@ import (
 // parked poll and closes the connections the broker holds. Closing the
 // listener closes ln and every connection waiting to be handed back.
 func (b *Broker) Listener(ln net.Listener, tlsConfig *tls.Config) net.Listener {
+	return b.newListener(ln, tlsConfig, nil)
+}
+
+// newListener is Listener; with srv (the http.Server that will serve it,
+// for its timeouts) and without TLS, the listener serves the rendezvous
+// requests it can on its fast path (fastpath.go) and gives net/http only
+// the others.
+func (b *Broker) newListener(ln net.Listener, tlsConfig *tls.Config, srv *http.Server) net.Listener {
 	l := &listener{
 		inner:    ln,
 		b:        b,
@@ -58,6 +67,10 @@ func (b *Broker) Listener(ln net.Listener, tlsConfig *tls.Config) net.Listener {
 		admission: newAdmission(),
 	}
 	go l.acceptLoop()
+	if srv != nil && tlsConfig == nil {
+		l.fast = newFastPath(l, srv)
+		go l.fast.loop()
+	}
 	return l
 }
 
@@ -74,9 +87,10 @@ type listener struct {
 	err      error             // why acceptLoop ended; read after stopped
 
 	admission *admission // of the connections Accept returns
+	fast      *fastPath  // nil: every connection goes to net/http
 
 	mu     sync.Mutex
-	queue  []net.Conn // handed-back connections not yet accepted
+	queue  []net.Conn // connections for net/http not yet accepted
 	closed bool
 }
 
@@ -115,7 +129,7 @@ func (l *listener) acceptLoop() {
 // Accept returns the next new or handed-back connection, once it may
 // enter net/http (see admission).
 func (l *listener) Accept() (net.Conn, error) {
-	c, err := l.next()
+	c, err := l.next(&l.queue, l.returned, l.fast == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -126,28 +140,33 @@ func (l *listener) Accept() (net.Conn, error) {
 	return c, nil
 }
 
-// next returns the next new or handed-back connection.
-func (l *listener) next() (net.Conn, error) {
+// next returns the next connection of queue (signalled on returned) or,
+// if fresh, a new one.
+func (l *listener) next(queue *[]net.Conn, returned chan struct{}, fresh bool) (net.Conn, error) {
+	accepted := l.accepted
+	if !fresh {
+		accepted = nil
+	}
 	for {
 		l.mu.Lock()
-		if len(l.queue) > 0 {
-			c := l.queue[0]
-			l.queue[0] = nil
-			l.queue = l.queue[1:]
-			if len(l.queue) == 0 {
-				l.queue = nil
+		if q := *queue; len(q) > 0 {
+			c := q[0]
+			q[0] = nil
+			*queue = q[1:]
+			if len(q) == 1 {
+				*queue = nil
 			}
 			l.mu.Unlock()
 			return c, nil
 		}
 		l.mu.Unlock()
 		select {
-		case r := <-l.accepted:
+		case r := <-accepted:
 			if r.err != nil {
 				return nil, r.err
 			}
 			return l.wrap(r.c), nil
-		case <-l.returned:
+		case <-returned:
 		case <-l.stopped:
 			select {
 			case <-l.done:
@@ -171,19 +190,34 @@ func (l *listener) wrap(c net.Conn) net.Conn {
 	return pc
 }
 
-// handBack queues c (a parkConn, or a *tls.Conn over one) for Accept, or
-// closes it if the listener is closed. It never blocks.
+// handBack queues c (a parkConn, or a *tls.Conn over one), whose next
+// request has started to arrive, for the fast path if there is one, else
+// for Accept; or closes it if the listener is closed. It never blocks.
 func (l *listener) handBack(c net.Conn) {
+	if l.fast != nil {
+		l.enqueue(c, &l.fast.queue, l.fast.returned)
+		return
+	}
+	l.toHTTP(c)
+}
+
+// toHTTP queues c for Accept (net/http), or closes it if the listener is
+// closed. It never blocks.
+func (l *listener) toHTTP(c net.Conn) {
+	l.enqueue(c, &l.queue, l.returned)
+}
+
+func (l *listener) enqueue(c net.Conn, queue *[]net.Conn, returned chan struct{}) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		c.Close()
 		return
 	}
-	l.queue = append(l.queue, c)
+	*queue = append(*queue, c)
 	l.mu.Unlock()
 	select {
-	case l.returned <- struct{}{}:
+	case returned <- struct{}{}:
 	default:
 	}
 }
@@ -200,12 +234,19 @@ func (l *listener) Close() error {
 	l.closed = true
 	queue := l.queue
 	l.queue = nil
+	if l.fast != nil {
+		queue = append(queue, l.fast.queue...)
+		l.fast.queue = nil
+	}
 	close(l.done)
 	l.mu.Unlock()
 	err := l.inner.Close()
 	<-l.stopped
 	for _, c := range queue {
 		c.Close()
+	}
+	if l.fast != nil {
+		l.fast.close()
 	}
 	return err
 }

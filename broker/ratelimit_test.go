@@ -57,7 +57,7 @@ func ratePaths() []ratePath {
 // stands still.
 func limitedBroker(t testing.TB, cfg broker.Config) *testBroker {
 	t.Helper()
-	return startTestBroker(t, cfg, true, func(b *broker.Broker) {
+	return startTestBroker(t, cfg, parkingListener, nil, func(b *broker.Broker) {
 		b.SetParkAfter(0)
 		b.StopRateLimitClock()
 	})

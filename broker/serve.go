@@ -69,8 +69,9 @@ func (b *Broker) serve(ctx context.Context, ln, mln net.Listener) error {
 		cancel()
 	}
 	longest := max(b.cfg.ProxyHold, b.cfg.ClientTimeout) + serverSlack
-	servers := []*http.Server{b.newServer(b.Handler(), longest)}
-	listeners := []net.Listener{b.Listener(ln, b.cfg.TLSConfig)}
+	srv := b.newServer(b.Handler(), longest)
+	servers := []*http.Server{srv}
+	listeners := []net.Listener{b.newListener(ln, b.cfg.TLSConfig, srv)}
 	if mln != nil {
 		servers = append(servers, b.newServer(b.PrometheusHandler(), serverSlack))
 		listeners = append(listeners, mln)

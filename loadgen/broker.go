@@ -154,6 +154,9 @@ type BrokerStep struct {
 	Latency          Percentiles `json:"latency"`
 	BrokerRSSBytes   int64       `json:"broker_rss_bytes,omitempty"`
 	BrokerCPUPercent float64     `json:"broker_cpu_percent,omitempty"` // of one core
+	// BrokerCPUPerMatchMicros is the broker's CPU time over the step
+	// (user + system, every thread) divided by the step's matches.
+	BrokerCPUPerMatchMicros float64 `json:"broker_cpu_us_per_match,omitempty"`
 }
 
 // ProxyCounts counts what the simulated proxies saw over the client steps.
@@ -590,6 +593,7 @@ func (r *brokerRun) runStep(ctx context.Context, index, n int) BrokerStep {
 	if after, ok, _ := r.proc.sample(); ok && haveBefore {
 		step.BrokerRSSBytes = after.RSS
 		step.BrokerCPUPercent = cpuPercent(before, after)
+		step.BrokerCPUPerMatchMicros = cpuPerEvent(before, after, step.Matches)
 	}
 	return step
 }

@@ -106,6 +106,15 @@ func cpuPercent(a, b ProcSample) float64 {
 	return 100 * float64(b.CPU-a.CPU) / float64(wall)
 }
 
+// cpuPerEvent is the CPU time used between two samples divided by n
+// events, in microseconds (0 without events).
+func cpuPerEvent(a, b ProcSample, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return float64((b.CPU - a.CPU).Microseconds()) / float64(n)
+}
+
 // procWatcher samples a process if pid > 0; with pid 0 every method is a
 // no-op returning zero samples.
 type procWatcher struct{ pid int }

@@ -62,6 +62,13 @@ func cpuOrDash(p float64) string {
 	return fmt.Sprintf("%.0f%%", p)
 }
 
+func microsOrDash(us float64) string {
+	if us == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", us)
+}
+
 // WriteTable writes r as readable tables.
 func (r Result) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -99,11 +106,11 @@ func (r Result) WriteTable(w io.Writer) error {
 		}
 		title(fmt.Sprintf("broker %s: %d proxies (NAT %s; types %s), clients NAT %s, %.0fs steps",
 			b.URL, b.Proxies, b.ProxyNAT, b.ProxyTypes, b.ClientNAT, b.StepSeconds))
-		line("clients", "offers", "matches", "matches/s", "denials", "timeouts", "errors", "p50 ms", "p90 ms", "p99 ms", "broker RSS", "broker CPU")
+		line("clients", "offers", "matches", "matches/s", "denials", "timeouts", "errors", "p50 ms", "p90 ms", "p99 ms", "broker RSS", "broker CPU", "CPU µs/match")
 		for _, s := range b.Steps {
 			line(s.Clients, s.Offers, s.Matches, fmt.Sprintf("%.0f", s.MatchesPerSec), s.Denials, s.Timeouts, s.Errors,
 				fmt.Sprintf("%.2f", s.Latency.P50Ms), fmt.Sprintf("%.2f", s.Latency.P90Ms), fmt.Sprintf("%.2f", s.Latency.P99Ms),
-				mibOrDash(s.BrokerRSSBytes), cpuOrDash(s.BrokerCPUPercent))
+				mibOrDash(s.BrokerRSSBytes), cpuOrDash(s.BrokerCPUPercent), microsOrDash(s.BrokerCPUPerMatchMicros))
 		}
 		p := b.Proxy
 		tw.Flush()

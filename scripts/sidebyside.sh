@@ -82,9 +82,21 @@ relay() { # name binary addr
 	rm -rf "$state"
 }
 
+# matches_summary: both brokers' matches/s, CPU and CPU per match, from
+# the step line of broker_matches' table (the last two columns are the
+# broker's CPU and its CPU per match).
+matches_summary() {
+	echo "== brokers side by side, 500 proxies, 50 clients ($(uptime | sed 's/.*load/load/'))"
+	printf '%-10s %10s %10s %14s\n' broker matches/s "CPU" "CPU µs/match"
+	for name in flurry snowflake; do
+		awk -v n="$name" '$1 == "clients" { getline; printf "%-10s %10s %10s %14s\n", n, $4, $(NF-1), $NF }' "$OUT/$name-broker-matches.txt"
+	done | tee "$OUT/broker-matches-summary.txt"
+}
+
 if [[ " $PARTS " == *" broker "* ]]; then
 	broker_matches flurry "$BIN/flurry-broker" 127.0.0.1:18182
 	broker_matches snowflake "$SF/broker" 127.0.0.1:18183
+	matches_summary
 	broker flurry "$BIN/flurry-broker" 127.0.0.1:18180
 	broker snowflake "$SF/broker" 127.0.0.1:18181
 	for n in $BURSTS; do
