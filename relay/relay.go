@@ -54,7 +54,7 @@ type Relay struct {
 type clientState struct {
 	addr     netip.Addr // the client's IP as the latest carrier reported it
 	carriers int        // open carriers with this ClientID
-	sessions int        // live KCP sessions with this ClientID (0 or 1)
+	session  *session   // the ClientID's live KCP session, if any
 	// admitted is set when a packet of this ClientID was allowed to start
 	// a session, and cleared when the session ends: until then, the
 	// carriers' packets go through admitSession.
@@ -233,7 +233,10 @@ func (r *Relay) attachClient(id turbotunnel.ClientID, addr netip.Addr) (st *clie
 	if addr.IsValid() {
 		st.addr = addr
 	}
-	return st, st.sessions > 0
+	if st.carriers == 1 && st.session != nil {
+		r.endAbsence(st.session)
+	}
+	return st, st.session != nil
 }
 
 func (r *Relay) detachClient(id turbotunnel.ClientID) {
@@ -241,7 +244,11 @@ func (r *Relay) detachClient(id turbotunnel.ClientID) {
 	defer r.mu.Unlock()
 	if st := r.clients[id]; st != nil {
 		st.carriers--
-		if st.carriers <= 0 && st.sessions <= 0 {
+		switch {
+		case st.carriers > 0:
+		case st.session != nil:
+			r.startAbsence(st.session)
+		default:
 			delete(r.clients, id)
 		}
 	}
@@ -266,8 +273,11 @@ func (r *Relay) startSession(s *session) (netip.Addr, bool) {
 		st = &clientState{}
 		r.clients[s.id] = st
 	}
-	st.sessions++
+	st.session = s
 	st.admitted.Store(true)
+	if st.carriers <= 0 {
+		r.startAbsence(s)
+	}
 	return st.addr, true
 }
 
@@ -275,12 +285,13 @@ func (r *Relay) endSession(s *session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.sessions, s)
+	r.endAbsence(s)
 	st := r.clients[s.id]
-	if st != nil {
-		st.sessions--
+	if st != nil && st.session == s {
+		st.session = nil
 		// A new session needs a new admission.
 		st.admitted.Store(false)
-		if st.carriers <= 0 && st.sessions <= 0 {
+		if st.carriers <= 0 {
 			delete(r.clients, s.id)
 		}
 	}
@@ -403,6 +414,9 @@ func (r *Relay) Stats() Stats {
 		RejectedAddr:      c.rejectedAddr.Load(),
 		SessionsRefused:   make(map[string]uint64, len(refuseReasons)),
 		SessionsReclaimed: c.sessionsReclaimed.Load(),
+		SessionsAbandoned: c.sessionsAbandoned.Load(),
+		SilentSessions:    c.sessionsSilent.Load(),
+		SilentDrops:       c.silentDrops.Load(),
 		QueueDrops:        r.queueDrops(),
 	}
 	for i, reason := range failReasons {
