@@ -143,12 +143,14 @@ func (r *Relay) silence(s *session, silent bool) {
 	s.silent = silent
 	sh := r.shardFor(s.id)
 	if silent {
-		r.stats.sessionsSilent.Add(1)
 		sh.silent.add(s.id)
 		// One segment: nothing joins those in flight. (kcp-go keeps
 		// the window at 1 at least, and a zero argument changes nothing.)
 		s.kcp.SetWindowSize(1, 0)
+		// A packet that passed the silent check just before may still
+		// make a new queue; nothing refreshes it, so it expires.
 		sh.pconn.Forget(s.id.Addr())
+		r.stats.sessionsSilent.Add(1)
 		return
 	}
 	r.stats.sessionsSilent.Add(-1)
