@@ -527,7 +527,7 @@ func TestAdmissionForgetsIdleBudgets(t *testing.T) {
 	if _, ok := a.peers[one]; ok {
 		t.Error("budget without carriers and with a full bucket kept")
 	}
-	a.sweep(time.Now().Add(time.Minute))
+	a.sweep(a.now() + int64(time.Minute))
 	if len(a.peers) != 0 {
 		t.Errorf("%d budgets left after the sweep, want 0", len(a.peers))
 	}

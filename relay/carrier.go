@@ -109,6 +109,7 @@ type carrier struct {
 	shard         *shard
 	client        *clientState // the ClientID's state, attached while the carrier runs
 	writerStarted bool
+	peerCounted   bool          // admitPeer counted the carrier against peer (set before serve)
 	stopWriter    chan struct{} // closed by the reader when it ends
 	writerDone    chan struct{} // closed by the writer
 	active        time.Time     // when a chunk last arrived (coarsely: see refreshActive)

@@ -142,12 +142,12 @@ func (r *Relay) upgrade(w http.ResponseWriter, req *http.Request) *carrier {
 		http.NotFound(w, req)
 		return nil
 	}
-	peer, ok := r.admitPeer(w, req)
+	peer, counted, ok := r.admitPeer(w, req)
 	if !ok {
 		return nil
 	}
 	if !r.reserveConn() {
-		r.adm.removeCarrier(peer)
+		r.releasePeer(peer, counted)
 		r.stats.rejectedLimit.Add(1)
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return nil
@@ -158,26 +158,33 @@ func (r *Relay) upgrade(w http.ResponseWriter, req *http.Request) *carrier {
 	if err != nil {
 		// Upgrade has already answered (400, 405...).
 		r.releaseConn()
-		r.adm.removeCarrier(peer)
+		r.releasePeer(peer, counted)
 		r.stats.fail(failUpgrade)
 		r.log.Debug("websocket upgrade failed", "err", err)
 		return nil
 	}
 	c := newCarrier(r, ws, parseClientIP(req.URL.Query().Get("client_ip")))
-	c.peer = peer
+	c.peer, c.peerCounted = peer, counted
 	if !r.addCarrier(c) {
 		c.conn.Close()
 		r.releaseConn()
-		r.adm.removeCarrier(peer)
+		r.releasePeer(peer, counted)
 		return nil
 	}
 	c.ended = func() {
 		r.removeCarrier(c)
-		r.adm.removeCarrier(peer)
+		r.releasePeer(c.peer, c.peerCounted)
 		r.releaseConn()
 		r.wg.Done()
 	}
 	return c
+}
+
+// releasePeer gives back what admitPeer counted.
+func (r *Relay) releasePeer(peer netip.Addr, counted bool) {
+	if counted {
+		r.adm.removeCarrier(peer)
+	}
 }
 
 // reserveConn counts a new connection against MaxConns.

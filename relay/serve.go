@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"syscall"
@@ -189,6 +190,9 @@ func (s *upgradeServer) readRequest(c net.Conn) *carrier {
 	}
 	req.RemoteAddr = c.RemoteAddr().String()
 	w := &responseWriter{conn: conn, br: br, header: make(http.Header)}
+	if cc, ok := c.(*countedConn); ok {
+		w.counted = cc.key
+	}
 	carrier := s.r.upgrade(w, req)
 	if hijacked = w.hijacked; !hijacked {
 		_ = w.finish()
@@ -201,6 +205,7 @@ func (s *upgradeServer) readRequest(c net.Conn) *carrier {
 // returns, unless the handler hijacks the connection.
 type responseWriter struct {
 	conn     net.Conn
+	counted  netip.Addr // the key Serve's listener counted conn under, if it did
 	br       *bufio.Reader
 	header   http.Header
 	status   int
