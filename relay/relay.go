@@ -28,6 +28,7 @@ type Relay struct {
 	cfg      *settings
 	log      *slog.Logger
 	seed     maphash.Seed // per-process key for assigning ClientIDs to shards
+	epoch    time.Time    // origin of the carriers' clocks
 	shards   []*shard
 	stats    counters
 	pools    *bufferPools
@@ -73,6 +74,7 @@ func New(cfg Config) (*Relay, error) {
 		cfg:      s,
 		log:      cfg.Logger,
 		seed:     maphash.MakeSeed(),
+		epoch:    time.Now(),
 		pools:    newBufferPools(),
 		closing:  make(chan struct{}),
 		clients:  make(map[turbotunnel.ClientID]*clientState),
