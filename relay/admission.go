@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/flurrypt/flurry/internal/clientaddr"
@@ -234,63 +232,29 @@ func (r *Relay) armReclaim(s *session) {
 	})
 }
 
-// limitListener refuses (closes) a connection from a TCP peer that already
-// holds maxPerPeer connections, unless the peer is a trusted proxy, whose
-// clients the handler tells apart by their forwarded addresses.
-type limitListener struct {
-	net.Listener
-	r *Relay
-}
-
-func (l limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		ap, perr := netip.ParseAddrPort(c.RemoteAddr().String())
-		if perr != nil || l.r.cfg.trusts(ap.Addr()) {
-			return c, nil
-		}
-		key := peerKey(ap.Addr())
-		if !l.r.conns.addCarrier(key) {
-			l.r.stats.rejectedAddr.Add(1)
-			c.Close()
-			continue
-		}
-		return &countedConn{Conn: c, conns: l.r.conns, key: key}, nil
+// countAtAccept counts a connection Serve accepted against its TCP peer's
+// carrier budget (r.conns), unless the peer is a trusted proxy, whose
+// clients the handler tells apart by their forwarded addresses. It returns
+// the key counted (invalid if none), or false if the peer holds its
+// maximum already. The count is released by readRequest if the connection
+// opens no carrier, else by the carrier's end (releasePeer).
+func (r *Relay) countAtAccept(c net.Conn) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err != nil || r.cfg.trusts(ap.Addr()) {
+		return netip.Addr{}, true
 	}
-}
-
-// countedConn releases its peer's count once when closed.
-type countedConn struct {
-	net.Conn
-	conns    *admission
-	key      netip.Addr
-	released atomic.Bool
-}
-
-func (c *countedConn) Close() error {
-	if !c.released.Swap(true) {
-		c.conns.removeCarrier(c.key)
+	key := peerKey(ap.Addr())
+	if !r.conns.addCarrier(key) {
+		r.stats.rejectedAddr.Add(1)
+		return key, false
 	}
-	return c.Conn.Close()
+	return key, true
 }
 
-// SyscallConn exposes the socket for readiness-based reads.
-func (c *countedConn) SyscallConn() (syscall.RawConn, error) {
-	sc, ok := c.Conn.(syscall.Conn)
-	if !ok {
-		return nil, errors.ErrUnsupported
-	}
-	return sc.SyscallConn()
-}
-
-// admitPeer counts req's connection against its peer's carrier budget, or
-// answers 503 and reports false. It reports whether it counted: a
-// connection that Serve's listener has counted already under the same key
-// is not counted twice (nor does it get a second budget). The caller
-// releases a count with r.adm.removeCarrier.
+// admitPeer counts req's connection against its peer's carrier budget
+// (r.adm), or answers 503 and reports false. It reports whether it
+// counted: a connection that Serve counted at accept under the same key
+// is not counted twice (nor does it get a second budget).
 func (r *Relay) admitPeer(w http.ResponseWriter, req *http.Request) (peer netip.Addr, counted, ok bool) {
 	peer, ignored := r.adm.peerOf(req)
 	if ignored {

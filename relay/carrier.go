@@ -117,7 +117,7 @@ type carrier struct {
 	shard         *shard
 	client        *clientState // the ClientID's state, attached while the carrier runs
 	writerStarted bool
-	peerCounted   bool          // admitPeer counted the carrier against peer (set before serve)
+	peerCounted   bool          // admitPeer counted the carrier under peer; else Serve did, at accept
 	stopWriter    chan struct{} // closed by the reader when it ends
 	writerDone    chan struct{} // closed by the writer
 	active        clock         // when a chunk last arrived (coarsely: see refreshActive)

@@ -149,7 +149,7 @@ func (r *Relay) upgrade(w http.ResponseWriter, req *http.Request) *carrier {
 		return nil
 	}
 	if !r.reserveConn() {
-		r.releasePeer(peer, counted)
+		r.releaseAdmitted(peer, counted)
 		r.stats.rejectedLimit.Add(1)
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return nil
@@ -160,7 +160,7 @@ func (r *Relay) upgrade(w http.ResponseWriter, req *http.Request) *carrier {
 	if err != nil {
 		// Upgrade has already answered (400, 405...).
 		r.releaseConn()
-		r.releasePeer(peer, counted)
+		r.releaseAdmitted(peer, counted)
 		r.stats.fail(failUpgrade)
 		r.log.Debug("websocket upgrade failed", "err", err)
 		return nil
@@ -170,7 +170,7 @@ func (r *Relay) upgrade(w http.ResponseWriter, req *http.Request) *carrier {
 	if !r.addCarrier(c) {
 		c.conn.Close()
 		r.releaseConn()
-		r.releasePeer(peer, counted)
+		r.releaseAdmitted(peer, counted)
 		return nil
 	}
 	c.ended = func() {
@@ -182,10 +182,20 @@ func (r *Relay) upgrade(w http.ResponseWriter, req *http.Request) *carrier {
 	return c
 }
 
-// releasePeer gives back what admitPeer counted.
-func (r *Relay) releasePeer(peer netip.Addr, counted bool) {
+// releaseAdmitted gives back what admitPeer counted.
+func (r *Relay) releaseAdmitted(peer netip.Addr, counted bool) {
 	if counted {
 		r.adm.removeCarrier(peer)
+	}
+}
+
+// releasePeer gives back a carrier's count: admitPeer's, or else the one
+// Serve took at accept under the same key (countAtAccept).
+func (r *Relay) releasePeer(peer netip.Addr, admitted bool) {
+	if admitted {
+		r.adm.removeCarrier(peer)
+	} else {
+		r.conns.removeCarrier(peer)
 	}
 }
 

@@ -56,7 +56,7 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- s.acceptLoop(limitListener{Listener: ln, r: r}) }()
+	go func() { errc <- s.acceptLoop(ln) }()
 	var err error
 	select {
 	case err = <-errc:
@@ -96,11 +96,16 @@ func (s *upgradeServer) acceptLoop(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		key, ok := s.r.countAtAccept(c)
+		if !ok {
+			c.Close()
+			continue
+		}
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(1)
-		go s.serveConn(c)
+		go s.serveConn(c, key)
 	}
 }
 
@@ -140,8 +145,9 @@ func (s *upgradeServer) drain(timeout time.Duration) {
 // serveConn serves one connection: its request, then, if it was a
 // carrier's upgrade, the carrier, in this goroutine: a burst of new
 // connections then takes one goroutine each, not two.
-func (s *upgradeServer) serveConn(c net.Conn) {
-	if carrier := s.readRequest(c); carrier != nil {
+// counted is the key countAtAccept counted c under, if it did.
+func (s *upgradeServer) serveConn(c net.Conn, counted netip.Addr) {
+	if carrier := s.readRequest(c, counted); carrier != nil {
 		carrier.serve()
 	}
 }
@@ -150,11 +156,14 @@ func (s *upgradeServer) serveConn(c net.Conn) {
 // TLS handshake, with TLS) and hands it to the relay. It returns the
 // carrier the request opened, to be served, or nil once it has answered
 // and closed c.
-func (s *upgradeServer) readRequest(c net.Conn) *carrier {
+func (s *upgradeServer) readRequest(c net.Conn, counted netip.Addr) (carrier *carrier) {
 	hijacked := false
 	defer func() {
 		if !hijacked {
 			c.Close()
+		}
+		if carrier == nil && counted.IsValid() {
+			s.r.conns.removeCarrier(counted)
 		}
 		s.mu.Lock()
 		delete(s.conns, c)
@@ -189,11 +198,8 @@ func (s *upgradeServer) readRequest(c net.Conn) *carrier {
 		return nil
 	}
 	req.RemoteAddr = c.RemoteAddr().String()
-	w := &responseWriter{conn: conn, br: br, header: make(http.Header)}
-	if cc, ok := c.(*countedConn); ok {
-		w.counted = cc.key
-	}
-	carrier := s.r.upgrade(w, req)
+	w := &responseWriter{conn: conn, counted: counted, br: br, header: make(http.Header)}
+	carrier = s.r.upgrade(w, req)
 	if hijacked = w.hijacked; !hijacked {
 		_ = w.finish()
 	}
@@ -205,7 +211,7 @@ func (s *upgradeServer) readRequest(c net.Conn) *carrier {
 // returns, unless the handler hijacks the connection.
 type responseWriter struct {
 	conn     net.Conn
-	counted  netip.Addr // the key Serve's listener counted conn under, if it did
+	counted  netip.Addr // the key countAtAccept counted conn under, if it did
 	br       *bufio.Reader
 	header   http.Header
 	status   int
