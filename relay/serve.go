@@ -159,11 +159,13 @@ func (s *upgradeServer) serveConn(c net.Conn, counted netip.Addr) {
 func (s *upgradeServer) readRequest(c net.Conn, counted netip.Addr) (carrier *carrier) {
 	hijacked := false
 	defer func() {
-		if !hijacked {
-			c.Close()
-		}
+		// Released before the close, so that the peer, once it sees the
+		// close, finds its place free.
 		if carrier == nil && counted.IsValid() {
 			s.r.conns.removeCarrier(counted)
+		}
+		if !hijacked {
+			c.Close()
 		}
 		s.mu.Lock()
 		delete(s.conns, c)
