@@ -6,10 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"syscall"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/flurrypt/flurry/internal/clientaddr"
 )
@@ -36,24 +33,31 @@ func peerKey(addr netip.Addr) netip.Addr {
 	return addr
 }
 
-// peerBudget is what one peer key holds.
+// peerBudget is what one peer key holds. It is kept small: in a relay
+// whose proxies each hold one carrier (the common case), there is one per
+// carrier.
 type peerBudget struct {
-	carriers int           // open connections (handler: upgraded or upgrading carriers)
-	sessions *rate.Limiter // new sessions
+	carriers int32 // open connections (handler: upgraded or upgrading carriers)
+	// The new-session token bucket: tokens as of filled (nanoseconds
+	// since the admission's epoch). A budget that has never started a
+	// session has filled == 0 and a full bucket.
+	tokens float64
+	filled int64
 }
 
 // admission tracks the budgets of peer keys. It has its own lock: the
 // relay's lock guards sessions and ClientIDs.
 type admission struct {
-	maxCarriers int        // per key; <= 0: no limit
-	sessionRate rate.Limit // per key; 0: no limit
-	burst       int
+	maxCarriers int     // per key; <= 0: no limit
+	sessionRate float64 // new sessions per second, per key; 0: no limit
+	burst       float64
+	epoch       time.Time // origin of peerBudget.filled
 	resolver    *clientaddr.Resolver
 	warned      sync.Once // forwarding headers from an untrusted peer
 
 	mu        sync.Mutex
 	peers     map[netip.Addr]*peerBudget // guarded by mu
-	lastSweep time.Time                  // guarded by mu
+	lastSweep int64                      // guarded by mu; on the clock of now
 }
 
 // sweepInterval is how often budgets that are back to full and unused are
@@ -63,12 +67,13 @@ const sweepInterval = 10 * time.Second
 func newAdmission(cfg Config) *admission {
 	a := &admission{
 		maxCarriers: cfg.MaxCarriersPerAddr,
-		burst:       cfg.NewSessionBurst,
+		burst:       float64(cfg.NewSessionBurst),
+		epoch:       time.Now(),
 		resolver:    clientaddr.New(cfg.TrustedProxies),
 		peers:       make(map[netip.Addr]*peerBudget),
 	}
 	if cfg.NewSessionRate > 0 {
-		a.sessionRate = rate.Limit(cfg.NewSessionRate)
+		a.sessionRate = cfg.NewSessionRate
 	}
 	return a
 }
@@ -80,33 +85,42 @@ func (a *admission) peerOf(req *http.Request) (netip.Addr, bool) {
 }
 
 // budget returns key's budget, creating it; a.mu must be held.
-func (a *admission) budget(key netip.Addr, now time.Time) *peerBudget {
-	if now.Sub(a.lastSweep) > sweepInterval {
+func (a *admission) budget(key netip.Addr, now int64) *peerBudget {
+	if now-a.lastSweep > int64(sweepInterval) {
 		a.sweep(now)
 	}
 	b := a.peers[key]
 	if b == nil {
 		b = &peerBudget{}
-		if a.sessionRate > 0 {
-			b.sessions = rate.NewLimiter(a.sessionRate, a.burst)
-		}
 		a.peers[key] = b
 	}
 	return b
 }
 
+// now is the admission's clock for budgets.
+func (a *admission) now() int64 { return int64(time.Since(a.epoch)) }
+
 // sweep forgets unused budgets; a.mu must be held.
-func (a *admission) sweep(now time.Time) {
+func (a *admission) sweep(now int64) {
 	a.lastSweep = now
 	for k, b := range a.peers {
-		if b.idle(now, a.burst) {
+		if a.idle(b, now) {
 			delete(a.peers, k)
 		}
 	}
 }
 
-func (b *peerBudget) idle(now time.Time, burst int) bool {
-	return b.carriers <= 0 && (b.sessions == nil || b.sessions.TokensAt(now) >= float64(burst))
+// tokens returns b's session tokens at now.
+func (a *admission) tokens(b *peerBudget, now int64) float64 {
+	if b.filled == 0 {
+		return a.burst
+	}
+	return min(a.burst, b.tokens+float64(now-b.filled)*a.sessionRate/1e9)
+}
+
+// idle reports whether b holds nothing a fresh budget would not.
+func (a *admission) idle(b *peerBudget, now int64) bool {
+	return b.carriers <= 0 && (a.sessionRate == 0 || a.tokens(b, now) >= a.burst)
 }
 
 // addCarrier counts a new connection from key, or reports false if key
@@ -114,8 +128,8 @@ func (b *peerBudget) idle(now time.Time, burst int) bool {
 func (a *admission) addCarrier(key netip.Addr) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	b := a.budget(key, time.Now())
-	if a.maxCarriers > 0 && b.carriers >= a.maxCarriers {
+	b := a.budget(key, a.now())
+	if a.maxCarriers > 0 && int(b.carriers) >= a.maxCarriers {
 		return false
 	}
 	b.carriers++
@@ -130,7 +144,7 @@ func (a *admission) removeCarrier(key netip.Addr) {
 		return
 	}
 	b.carriers--
-	if b.idle(time.Now(), a.burst) {
+	if a.idle(b, a.now()) {
 		delete(a.peers, key)
 	}
 }
@@ -142,8 +156,14 @@ func (a *admission) allowSession(key netip.Addr) bool {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := time.Now()
-	return a.budget(key, now).sessions.AllowN(now, 1)
+	now := max(a.now(), 1) // filled == 0 means "never used"
+	b := a.budget(key, now)
+	t := a.tokens(b, now)
+	if t < 1 {
+		return false
+	}
+	b.tokens, b.filled = t-1, now
+	return true
 }
 
 // admitSession decides whether p, the first packet a carrier delivers for a
@@ -212,59 +232,30 @@ func (r *Relay) armReclaim(s *session) {
 	})
 }
 
-// limitListener refuses (closes) a connection from a TCP peer that already
-// holds maxPerPeer connections, unless the peer is a trusted proxy, whose
-// clients the handler tells apart by their forwarded addresses.
-type limitListener struct {
-	net.Listener
-	r *Relay
-}
-
-func (l limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		ap, perr := netip.ParseAddrPort(c.RemoteAddr().String())
-		if perr != nil || l.r.cfg.trusts(ap.Addr()) {
-			return c, nil
-		}
-		key := peerKey(ap.Addr())
-		if !l.r.conns.addCarrier(key) {
-			l.r.stats.rejectedAddr.Add(1)
-			c.Close()
-			continue
-		}
-		return &countedConn{Conn: c, release: func() { l.r.conns.removeCarrier(key) }}, nil
+// countAtAccept counts a connection Serve accepted against its TCP peer's
+// carrier budget (r.conns), unless the peer is a trusted proxy, whose
+// clients the handler tells apart by their forwarded addresses. It returns
+// the key counted (invalid if none), or false if the peer holds its
+// maximum already. The count is released by readRequest if the connection
+// opens no carrier, else by the carrier's end (releasePeer).
+func (r *Relay) countAtAccept(c net.Conn) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err != nil || r.cfg.trusts(ap.Addr()) {
+		return netip.Addr{}, true
 	}
-}
-
-// countedConn releases its peer's count once when closed.
-type countedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *countedConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
-}
-
-// SyscallConn exposes the socket for readiness-based reads.
-func (c *countedConn) SyscallConn() (syscall.RawConn, error) {
-	sc, ok := c.Conn.(syscall.Conn)
-	if !ok {
-		return nil, errors.ErrUnsupported
+	key := peerKey(ap.Addr())
+	if !r.conns.addCarrier(key) {
+		r.stats.rejectedAddr.Add(1)
+		return key, false
 	}
-	return sc.SyscallConn()
+	return key, true
 }
 
-// admitPeer counts req's connection against its peer's carrier budget, or
-// answers 503 and reports false. The caller releases the count with
-// r.adm.removeCarrier.
-func (r *Relay) admitPeer(w http.ResponseWriter, req *http.Request) (netip.Addr, bool) {
+// admitPeer counts req's connection against its peer's carrier budget
+// (r.adm), or answers 503 and reports false. It reports whether it
+// counted: a connection that Serve counted at accept under the same key
+// is not counted twice (nor does it get a second budget).
+func (r *Relay) admitPeer(w http.ResponseWriter, req *http.Request) (peer netip.Addr, counted, ok bool) {
 	peer, ignored := r.adm.peerOf(req)
 	if ignored {
 		r.adm.warned.Do(func() {
@@ -272,10 +263,13 @@ func (r *Relay) admitPeer(w http.ResponseWriter, req *http.Request) (netip.Addr,
 				"if a reverse proxy runs there, add its address, or every proxy behind it shares one budget")
 		})
 	}
+	if rw, isOurs := w.(*responseWriter); isOurs && rw.counted.IsValid() && rw.counted == peer {
+		return peer, false, true
+	}
 	if !r.adm.addCarrier(peer) {
 		r.stats.rejectedAddr.Add(1)
 		http.Error(w, "too many connections from your address", http.StatusServiceUnavailable)
-		return peer, false
+		return peer, false, false
 	}
-	return peer, true
+	return peer, true, true
 }

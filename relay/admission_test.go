@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -321,6 +323,22 @@ func TestMaxCarriersPerAddrAtListener(t *testing.T) {
 	if got := r.Stats().RejectedAddr; got != 2 {
 		t.Errorf("RejectedAddr = %d, want 2", got)
 	}
+	// Requests that open no carrier give their place back.
+	for range 3 {
+		c, err := net.DialTCP("tcp", &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}, &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: wsPort(t, wsURL)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: relay\r\n\r\n")
+		waitEOF(t, c)
+	}
+	for range 2 {
+		ws, _, err := dialFrom(wsURL, "127.0.0.3", nil)
+		if err != nil {
+			t.Fatalf("after requests that were answered: %v", err)
+		}
+		held = append(held, ws)
+	}
 	// A closed carrier frees its place.
 	held[0].Close()
 	eventually(t, "a closed carrier frees its place", func() bool {
@@ -333,6 +351,20 @@ func TestMaxCarriersPerAddrAtListener(t *testing.T) {
 	for _, ws := range held {
 		ws.Close()
 	}
+}
+
+// wsPort returns the port of wsURL.
+func wsPort(tb testing.TB, wsURL string) int {
+	tb.Helper()
+	u, err := url.Parse(wsURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return port
 }
 
 // TestTrustedProxyForwardedAddress mounts the handler behind a server whose
@@ -527,7 +559,7 @@ func TestAdmissionForgetsIdleBudgets(t *testing.T) {
 	if _, ok := a.peers[one]; ok {
 		t.Error("budget without carriers and with a full bucket kept")
 	}
-	a.sweep(time.Now().Add(time.Minute))
+	a.sweep(a.now() + int64(time.Minute))
 	if len(a.peers) != 0 {
 		t.Errorf("%d budgets left after the sweep, want 0", len(a.peers))
 	}

@@ -36,6 +36,14 @@ const (
 	parkAfter = 200 * time.Millisecond
 )
 
+// clock is a moment as the time since the relay's epoch: a third of a
+// time.Time's size (a carrier keeps two), and monotonic.
+type clock int64
+
+func (r *Relay) now() clock { return clock(time.Since(r.epoch)) }
+
+func (r *Relay) timeAt(t clock) time.Time { return r.epoch.Add(time.Duration(t)) }
+
 // errParked ends a carrier's read loop when the carrier parked: another
 // goroutine resumes it.
 var errParked = errors.New("carrier parked")
@@ -109,10 +117,11 @@ type carrier struct {
 	shard         *shard
 	client        *clientState // the ClientID's state, attached while the carrier runs
 	writerStarted bool
+	peerCounted   bool          // admitPeer counted the carrier under peer; else Serve did, at accept
 	stopWriter    chan struct{} // closed by the reader when it ends
 	writerDone    chan struct{} // closed by the writer
-	active        time.Time     // when a chunk last arrived (coarsely: see refreshActive)
-	deadline      time.Time     // the read deadline set on conn
+	active        clock         // when a chunk last arrived (coarsely: see refreshActive)
+	deadline      clock         // the read deadline set on conn; 0: none set yet
 	unparkable    bool          // the poller refused the carrier: wait here
 	opened        bool          // it has waited for a chunk once (see readFirst)
 }
@@ -144,7 +153,7 @@ func (c *carrier) serve() {
 	if hasSession {
 		c.startWriter()
 	}
-	c.active = time.Now()
+	c.active = c.r.now()
 	c.resume()
 }
 
@@ -271,7 +280,7 @@ func (c *carrier) readLoop() error {
 // refreshActive records that a chunk arrived, but moves the idle deadline
 // only every 1/16 of it: deadlines cost a timer update.
 func (c *carrier) refreshActive() {
-	if now := time.Now(); now.Sub(c.active) > c.r.cfg.CarrierIdleTimeout/16 {
+	if now := c.r.now(); time.Duration(now-c.active) > c.r.cfg.CarrierIdleTimeout/16 {
 		c.active = now
 	}
 }
@@ -288,7 +297,7 @@ func (c *carrier) refreshActive() {
 // descriptors are never freed). A carrier whose client is already sending
 // is woken by the poller as soon as it is parked.
 func (c *carrier) readFirst() error {
-	idleEnd := c.active.Add(c.r.cfg.CarrierIdleTimeout)
+	idleEnd := c.active + clock(c.r.cfg.CarrierIdleTimeout)
 	for {
 		dl := idleEnd
 		if c.park != nil && !c.unparkable {
@@ -296,19 +305,17 @@ func (c *carrier) readFirst() error {
 			if !c.opened {
 				c.opened, wait = true, 0
 			}
-			if t := time.Now().Add(wait); t.Before(dl) {
-				dl = t
-			}
+			dl = min(dl, c.r.now()+clock(wait))
 		}
 		// Move the deadline forward, but not on every chunk.
-		if dl.Before(c.deadline) || dl.Sub(c.deadline) > parkAfter/4 {
-			if err := c.conn.SetReadDeadline(dl); err != nil {
+		if c.deadline == 0 || dl < c.deadline || time.Duration(dl-c.deadline) > parkAfter/4 {
+			if err := c.conn.SetReadDeadline(c.r.timeAt(dl)); err != nil {
 				return err
 			}
 			c.deadline = dl
 		}
 		_, err := c.conn.Read(c.first[:])
-		if err == nil || !isTimeout(err) || !time.Now().Before(idleEnd) {
+		if err == nil || !isTimeout(err) || c.r.now() >= idleEnd {
 			return err
 		}
 		if c.park == nil || c.unparkable {
@@ -316,7 +323,7 @@ func (c *carrier) readFirst() error {
 		}
 		c.conn.Release()
 		c.r.stats.connsParked.Add(1)
-		if c.r.poller.Park(c.park, c, idleEnd) {
+		if c.r.poller.Park(c.park, c, c.r.timeAt(idleEnd)) {
 			return errParked
 		}
 		c.r.stats.connsParked.Add(-1)
@@ -332,11 +339,11 @@ func (c *carrier) readMore(b []byte) (int, error) {
 		if err == nil || !isTimeout(err) {
 			return n, err
 		}
-		idleEnd := c.active.Add(c.r.cfg.CarrierIdleTimeout)
-		if !c.deadline.Before(idleEnd) {
+		idleEnd := c.active + clock(c.r.cfg.CarrierIdleTimeout)
+		if c.deadline >= idleEnd {
 			return n, err
 		}
-		if err := c.conn.SetReadDeadline(idleEnd); err != nil {
+		if err := c.conn.SetReadDeadline(c.r.timeAt(idleEnd)); err != nil {
 			return n, err
 		}
 		c.deadline = idleEnd

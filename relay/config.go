@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"runtime"
 	"time"
+
+	"github.com/flurrypt/flurry/common/turbotunnel"
 )
 
 // DialFunc connects one client stream to its destination (tor's ORPort or
@@ -34,6 +36,10 @@ const (
 	// DefaultClientTimeout is how long a ClientID's outgoing packet queue
 	// lives without traffic (Snowflake's clientMapTimeout).
 	DefaultClientTimeout = time.Minute
+	// DefaultAbandonTimeout is how long a session lives without a carrier:
+	// smux's keep-alive timeout, the least Snowflake's server keeps a
+	// session whose client went silent.
+	DefaultAbandonTimeout = turbotunnel.RelayKeepAliveTimeout
 )
 
 // Config configures a Relay. The zero value listens on DefaultListenAddr
@@ -118,8 +124,13 @@ type Config struct {
 	// Default DefaultCarrierIdleTimeout.
 	CarrierIdleTimeout time.Duration
 	// ClientTimeout is how long a ClientID's outgoing queue outlives its
-	// last packet. Default DefaultClientTimeout.
+	// last packet; a session whose ClientID has had no carrier for this
+	// long goes silent (docs/relay.md, "Clients that vanish"). Default
+	// DefaultClientTimeout.
 	ClientTimeout time.Duration
+	// AbandonTimeout closes a session whose ClientID has had no carrier
+	// for this long. Default DefaultAbandonTimeout.
+	AbandonTimeout time.Duration
 	// ShutdownTimeout bounds the graceful part of Serve's shutdown.
 	// Default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -187,6 +198,9 @@ func (cfg Config) settle() (*settings, error) {
 	if cfg.ClientTimeout == 0 {
 		cfg.ClientTimeout = DefaultClientTimeout
 	}
+	if cfg.AbandonTimeout == 0 {
+		cfg.AbandonTimeout = DefaultAbandonTimeout
+	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -200,7 +214,7 @@ func (cfg Config) settle() (*settings, error) {
 	case cfg.NumTurbotunnel < 0 || cfg.NumTurbotunnel > 1024:
 		return nil, fmt.Errorf("%w: NumTurbotunnel %d out of range 1..1024", ErrInvalidConfig, cfg.NumTurbotunnel)
 	case cfg.DialTimeout < 0, cfg.HandshakeTimeout < 0, cfg.CarrierIdleTimeout < 0,
-		cfg.ClientTimeout < 0, cfg.ShutdownTimeout < 0, cfg.TokenTimeout < 0, cfg.SessionOpenTimeout < 0:
+		cfg.ClientTimeout < 0, cfg.AbandonTimeout < 0, cfg.ShutdownTimeout < 0, cfg.TokenTimeout < 0, cfg.SessionOpenTimeout < 0:
 		return nil, fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
 	case cfg.NewSessionBurst < 0:
 		return nil, fmt.Errorf("%w: negative NewSessionBurst", ErrInvalidConfig)

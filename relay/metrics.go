@@ -57,6 +57,13 @@ type counters struct {
 	refused        [len(refuseReasons)]atomic.Uint64
 	// sessionsReclaimed counts sessions closed for opening no stream.
 	sessionsReclaimed atomic.Uint64
+	// sessionsAbandoned counts sessions closed for having had no carrier
+	// for Config.AbandonTimeout; sessionsSilent are live sessions whose
+	// ClientID has had none for Config.ClientTimeout, and silentDrops the
+	// packets dropped for them (see abandon.go).
+	sessionsAbandoned atomic.Uint64
+	sessionsSilent    atomic.Int64
+	silentDrops       atomic.Uint64
 }
 
 func (c *counters) refuse(reason string) {
@@ -100,6 +107,14 @@ type Stats struct {
 	SessionsRefused map[string]uint64
 	// SessionsReclaimed counts sessions closed for opening no stream.
 	SessionsReclaimed uint64
+	// SessionsAbandoned counts sessions closed because their ClientID had
+	// no carrier for Config.AbandonTimeout.
+	SessionsAbandoned uint64
+	// SilentSessions are the live sessions whose ClientID has had no
+	// carrier for Config.ClientTimeout: what KCP sends for them is dropped
+	// (counted in SilentDrops), and they send no new data.
+	SilentSessions int64
+	SilentDrops    uint64
 	// QueueDrops counts packets dropped because a turbotunnel queue was
 	// full.
 	QueueDrops uint64
@@ -132,6 +147,9 @@ func newRegistry(c *counters, drops func() float64) *prometheus.Registry {
 		gauge("streams", "Open smux streams.", i(&c.streamsActive)),
 		counter("dial_failures_total", "Streams whose target could not be reached.", u(&c.dialFailures)),
 		counter("sessions_reclaimed_total", "KCP sessions closed because they opened no stream in time.", u(&c.sessionsReclaimed)),
+		counter("sessions_abandoned_total", "KCP sessions closed because their client had no carrier for the abandon timeout.", u(&c.sessionsAbandoned)),
+		gauge("sessions_silent", "Live KCP sessions whose client has had no carrier for the queue lifetime; they send nothing.", i(&c.sessionsSilent)),
+		counter("silent_drops_total", "Packets of silent sessions dropped before they were queued.", u(&c.silentDrops)),
 		counter("queue_drops_total", "Packets dropped because a turbotunnel queue was full.", drops),
 	)
 	for _, d := range []struct {

@@ -28,6 +28,7 @@ type Relay struct {
 	cfg      *settings
 	log      *slog.Logger
 	seed     maphash.Seed // per-process key for assigning ClientIDs to shards
+	epoch    time.Time    // origin of the carriers' clocks
 	shards   []*shard
 	stats    counters
 	pools    *bufferPools
@@ -54,7 +55,7 @@ type Relay struct {
 type clientState struct {
 	addr     netip.Addr // the client's IP as the latest carrier reported it
 	carriers int        // open carriers with this ClientID
-	sessions int        // live KCP sessions with this ClientID (0 or 1)
+	session  *session   // the ClientID's live KCP session, if any
 	// admitted is set when a packet of this ClientID was allowed to start
 	// a session, and cleared when the session ends: until then, the
 	// carriers' packets go through admitSession.
@@ -73,6 +74,7 @@ func New(cfg Config) (*Relay, error) {
 		cfg:      s,
 		log:      cfg.Logger,
 		seed:     maphash.MakeSeed(),
+		epoch:    time.Now(),
 		pools:    newBufferPools(),
 		closing:  make(chan struct{}),
 		clients:  make(map[turbotunnel.ClientID]*clientState),
@@ -142,12 +144,12 @@ func (r *Relay) upgrade(w http.ResponseWriter, req *http.Request) *carrier {
 		http.NotFound(w, req)
 		return nil
 	}
-	peer, ok := r.admitPeer(w, req)
+	peer, counted, ok := r.admitPeer(w, req)
 	if !ok {
 		return nil
 	}
 	if !r.reserveConn() {
-		r.adm.removeCarrier(peer)
+		r.releaseAdmitted(peer, counted)
 		r.stats.rejectedLimit.Add(1)
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return nil
@@ -158,26 +160,43 @@ func (r *Relay) upgrade(w http.ResponseWriter, req *http.Request) *carrier {
 	if err != nil {
 		// Upgrade has already answered (400, 405...).
 		r.releaseConn()
-		r.adm.removeCarrier(peer)
+		r.releaseAdmitted(peer, counted)
 		r.stats.fail(failUpgrade)
 		r.log.Debug("websocket upgrade failed", "err", err)
 		return nil
 	}
 	c := newCarrier(r, ws, parseClientIP(req.URL.Query().Get("client_ip")))
-	c.peer = peer
+	c.peer, c.peerCounted = peer, counted
 	if !r.addCarrier(c) {
 		c.conn.Close()
 		r.releaseConn()
-		r.adm.removeCarrier(peer)
+		r.releaseAdmitted(peer, counted)
 		return nil
 	}
 	c.ended = func() {
 		r.removeCarrier(c)
-		r.adm.removeCarrier(peer)
+		r.releasePeer(c.peer, c.peerCounted)
 		r.releaseConn()
 		r.wg.Done()
 	}
 	return c
+}
+
+// releaseAdmitted gives back what admitPeer counted.
+func (r *Relay) releaseAdmitted(peer netip.Addr, counted bool) {
+	if counted {
+		r.adm.removeCarrier(peer)
+	}
+}
+
+// releasePeer gives back a carrier's count: admitPeer's, or else the one
+// Serve took at accept under the same key (countAtAccept).
+func (r *Relay) releasePeer(peer netip.Addr, admitted bool) {
+	if admitted {
+		r.adm.removeCarrier(peer)
+	} else {
+		r.conns.removeCarrier(peer)
+	}
 }
 
 // reserveConn counts a new connection against MaxConns.
@@ -233,7 +252,10 @@ func (r *Relay) attachClient(id turbotunnel.ClientID, addr netip.Addr) (st *clie
 	if addr.IsValid() {
 		st.addr = addr
 	}
-	return st, st.sessions > 0
+	if st.carriers == 1 && st.session != nil {
+		r.endAbsence(st.session)
+	}
+	return st, st.session != nil
 }
 
 func (r *Relay) detachClient(id turbotunnel.ClientID) {
@@ -241,7 +263,11 @@ func (r *Relay) detachClient(id turbotunnel.ClientID) {
 	defer r.mu.Unlock()
 	if st := r.clients[id]; st != nil {
 		st.carriers--
-		if st.carriers <= 0 && st.sessions <= 0 {
+		switch {
+		case st.carriers > 0:
+		case st.session != nil:
+			r.startAbsence(st.session)
+		default:
 			delete(r.clients, id)
 		}
 	}
@@ -266,8 +292,11 @@ func (r *Relay) startSession(s *session) (netip.Addr, bool) {
 		st = &clientState{}
 		r.clients[s.id] = st
 	}
-	st.sessions++
+	st.session = s
 	st.admitted.Store(true)
+	if st.carriers <= 0 {
+		r.startAbsence(s)
+	}
 	return st.addr, true
 }
 
@@ -275,12 +304,13 @@ func (r *Relay) endSession(s *session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.sessions, s)
+	r.endAbsence(s)
 	st := r.clients[s.id]
-	if st != nil {
-		st.sessions--
+	if st != nil && st.session == s {
+		st.session = nil
 		// A new session needs a new admission.
 		st.admitted.Store(false)
-		if st.carriers <= 0 && st.sessions <= 0 {
+		if st.carriers <= 0 {
 			delete(r.clients, s.id)
 		}
 	}
@@ -403,6 +433,9 @@ func (r *Relay) Stats() Stats {
 		RejectedAddr:      c.rejectedAddr.Load(),
 		SessionsRefused:   make(map[string]uint64, len(refuseReasons)),
 		SessionsReclaimed: c.sessionsReclaimed.Load(),
+		SessionsAbandoned: c.sessionsAbandoned.Load(),
+		SilentSessions:    c.sessionsSilent.Load(),
+		SilentDrops:       c.silentDrops.Load(),
 		QueueDrops:        r.queueDrops(),
 	}
 	for i, reason := range failReasons {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"syscall"
@@ -55,7 +56,7 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- s.acceptLoop(limitListener{Listener: ln, r: r}) }()
+	go func() { errc <- s.acceptLoop(ln) }()
 	var err error
 	select {
 	case err = <-errc:
@@ -95,11 +96,16 @@ func (s *upgradeServer) acceptLoop(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		key, ok := s.r.countAtAccept(c)
+		if !ok {
+			c.Close()
+			continue
+		}
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(1)
-		go s.serveConn(c)
+		go s.serveConn(c, key)
 	}
 }
 
@@ -139,8 +145,9 @@ func (s *upgradeServer) drain(timeout time.Duration) {
 // serveConn serves one connection: its request, then, if it was a
 // carrier's upgrade, the carrier, in this goroutine: a burst of new
 // connections then takes one goroutine each, not two.
-func (s *upgradeServer) serveConn(c net.Conn) {
-	if carrier := s.readRequest(c); carrier != nil {
+// counted is the key countAtAccept counted c under, if it did.
+func (s *upgradeServer) serveConn(c net.Conn, counted netip.Addr) {
+	if carrier := s.readRequest(c, counted); carrier != nil {
 		carrier.serve()
 	}
 }
@@ -149,9 +156,14 @@ func (s *upgradeServer) serveConn(c net.Conn) {
 // TLS handshake, with TLS) and hands it to the relay. It returns the
 // carrier the request opened, to be served, or nil once it has answered
 // and closed c.
-func (s *upgradeServer) readRequest(c net.Conn) *carrier {
+func (s *upgradeServer) readRequest(c net.Conn, counted netip.Addr) (carrier *carrier) {
 	hijacked := false
 	defer func() {
+		// Released before the close, so that the peer, once it sees the
+		// close, finds its place free.
+		if carrier == nil && counted.IsValid() {
+			s.r.conns.removeCarrier(counted)
+		}
 		if !hijacked {
 			c.Close()
 		}
@@ -188,8 +200,8 @@ func (s *upgradeServer) readRequest(c net.Conn) *carrier {
 		return nil
 	}
 	req.RemoteAddr = c.RemoteAddr().String()
-	w := &responseWriter{conn: conn, br: br, header: make(http.Header)}
-	carrier := s.r.upgrade(w, req)
+	w := &responseWriter{conn: conn, counted: counted, br: br, header: make(http.Header)}
+	carrier = s.r.upgrade(w, req)
 	if hijacked = w.hijacked; !hijacked {
 		_ = w.finish()
 	}
@@ -201,6 +213,7 @@ func (s *upgradeServer) readRequest(c net.Conn) *carrier {
 // returns, unless the handler hijacks the connection.
 type responseWriter struct {
 	conn     net.Conn
+	counted  netip.Addr // the key countAtAccept counted conn under, if it did
 	br       *bufio.Reader
 	header   http.Header
 	status   int

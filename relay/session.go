@@ -27,18 +27,20 @@ func (a shardAddr) String() string  { return fmt.Sprintf("turbotunnel-%d", int(a
 // A shard is one KCP state machine: a QueuePacketConn that carriers feed,
 // and the KCP listener that reads it. Each ClientID belongs to one shard.
 type shard struct {
-	pconn *turbotunnel.QueuePacketConn
-	ln    *kcp.Listener
+	pconn  *turbotunnel.QueuePacketConn
+	ln     *kcp.Listener
+	silent silentSet // ClientIDs whose packets are dropped: see abandon.go
 }
 
 func newShard(r *Relay, i int) (*shard, error) {
 	pconn := turbotunnel.NewQueuePacketConn(shardAddr(i), r.cfg.ClientTimeout, turbotunnel.MTU)
-	ln, err := kcp.ServeConn(nil, 0, 0, pconn)
+	s := &shard{pconn: pconn}
+	ln, err := kcp.ServeConn(nil, 0, 0, shardConn{pconn, &s.silent, &r.stats.silentDrops})
 	if err != nil {
 		pconn.Close()
 		return nil, fmt.Errorf("start kcp: %w", err)
 	}
-	s := &shard{pconn: pconn, ln: ln}
+	s.ln = ln
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -101,6 +103,11 @@ type session struct {
 	smux    *smux.Session // guarded by mu; nil until started
 	done    bool          // guarded by mu
 	reclaim *time.Timer   // guarded by mu; see armReclaim
+
+	// Guarded by Relay.mu; see abandon.go.
+	lostGen   uint64      // counts starts and ends of absences
+	lostTimer *time.Timer // runs while the ClientID has no carrier
+	silent    bool        // packets are dropped, the send window is 1
 }
 
 func (s *session) close() {

@@ -97,8 +97,9 @@ type Conn struct {
 	spare      []byte  // unread bytes kept while the buffer is released
 	remain     uint64  // payload bytes left in the current data frame
 	mask       [4]byte
-	maskPos    int
+	maskPos    uint8 // 0 to 3
 	fragmented bool  // a data message continues in the next frame
+	closeSent  bool  // guarded by wmu; here, with the small fields, to keep Conn in a smaller size class
 	rerr       error // permanent read error
 
 	// writeDeadline is the data writes' deadline in Unix nanoseconds (0 =
@@ -107,7 +108,6 @@ type Conn struct {
 	writeDeadline atomic.Int64
 	wmu           sync.Mutex  // serializes frames
 	wfailed       atomic.Bool // a write failed: the stream is broken
-	closeSent     bool        // guarded by wmu
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -339,12 +339,12 @@ func (c *Conn) protocolError(reason string) error {
 
 // unmask unmasks b, the next payload bytes of the current frame.
 func (c *Conn) unmask(b []byte) {
-	pos := c.maskPos
+	pos := int(c.maskPos)
 	for i := range b {
 		b[i] ^= c.mask[pos&3]
 		pos++
 	}
-	c.maskPos = pos & 3
+	c.maskPos = uint8(pos & 3)
 }
 
 // Write sends p as one binary message. An empty p sends nothing.
