@@ -493,14 +493,16 @@ func (pk *parked) respond(closeConn bool) bool {
 // headers b.write sends through net/http, in net/http's order.
 func appendParkedResponse(dst, body []byte, closeConn bool, now time.Time) []byte {
 	dst = append(dst, parkedHead...)
-	if closeConn {
-		dst = append(dst, "Connection: close\r\n"...)
-	}
 	dst = append(dst, "Date: "...)
 	dst = now.UTC().AppendFormat(dst, http.TimeFormat)
 	dst = append(dst, "\r\nContent-Length: "...)
 	dst = strconv.AppendInt(dst, int64(len(body)), 10)
-	dst = append(dst, "\r\n\r\n"...)
+	dst = append(dst, "\r\n"...)
+	if closeConn {
+		// net/http writes its own fields after the date and length.
+		dst = append(dst, "Connection: close\r\n"...)
+	}
+	dst = append(dst, "\r\n"...)
 	return append(dst, body...)
 }
 
