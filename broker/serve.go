@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/common/geoip"
+	"github.com/flurrypt/flurry/internal/httplog"
 	"github.com/flurrypt/flurry/internal/httpserve"
 )
 
@@ -118,7 +119,7 @@ func (b *Broker) newServer(h http.Handler, timeout time.Duration) *http.Server {
 		WriteTimeout:      timeout,
 		IdleTimeout:       b.cfg.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(b.cfg.Logger.Handler(), slog.LevelWarn),
+		ErrorLog:          httplog.ErrorLog(b.cfg.Logger.Handler(), slog.LevelWarn),
 	}
 }
 

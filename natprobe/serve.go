@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/flurrypt/flurry/internal/httplog"
 	"github.com/flurrypt/flurry/internal/httpserve"
 )
 
@@ -51,7 +52,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ErrorLog:          httplog.ErrorLog(s.log.Handler(), slog.LevelDebug),
 	}
 	if s.cfg.TLSConfig != nil {
 		ln = tls.NewListener(ln, s.cfg.TLSConfig)

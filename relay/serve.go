@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flurrypt/flurry/internal/httplog"
 )
 
 // This file is Serve's listener side: a minimal HTTP/1.1 server for one
@@ -179,7 +181,7 @@ func (s *upgradeServer) readRequest(c net.Conn, counted netip.Addr) (carrier *ca
 	if s.tls != nil {
 		tc := tls.Server(c, s.tls)
 		if err := tc.Handshake(); err != nil {
-			s.r.log.Debug("TLS handshake failed", "err", err)
+			s.r.log.Debug("TLS handshake failed", "reason", httplog.HandshakeFailure(err))
 			return nil
 		}
 		conn = tc
