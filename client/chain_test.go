@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xtaci/kcp-go/v5"
+
+	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/client"
 	"github.com/flurrypt/flurry/internal/chaintest"
+	"github.com/flurrypt/flurry/relay"
 )
 
 // dialChain starts the real chain with one proxy and dials a loopback
@@ -78,5 +82,76 @@ func TestChainMultipathKill(t *testing.T) {
 	t.Logf("dead proxy dropped %v after the kill: %v", e.Time.Sub(killedAt).Round(time.Millisecond), e.Err)
 	if e.Err == nil || errors.Is(e.Err, context.Canceled) {
 		t.Errorf("proxy lost with reason %v", e.Err)
+	}
+}
+
+// TestChainCloseLeavesNothing closes a session right after an echo through
+// the real relay and checks that the client left cleanly: the relay's
+// stream ends (the client's FIN arrived and the relay's was acknowledged)
+// and the relay's KCP retransmits nothing afterwards (every segment it
+// sent was acknowledged before the client's KCP stopped). A client that
+// vanished would leave the relay retransmitting for minutes.
+func TestChainCloseLeavesNothing(t *testing.T) {
+	target := chaintest.Echo(t)
+	r, relayURL := chaintest.StartRelay(t, relay.Config{ForwardAddr: target})
+	_, brokerURL := chaintest.StartBroker(t, broker.Config{Bridges: chaintest.BridgeList(relayURL), PollInterval: time.Second})
+	chaintest.StartProxy(t, "p1", brokerURL, relayURL)
+	c := newLoopbackClient(t, brokerURL, 1, nil)
+
+	for i := range 2 {
+		conn := dial(t, c)
+		checkEcho(t, conn, 1<<20)
+		start := time.Now()
+		if err := conn.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		took := time.Since(start)
+		t.Logf("session %d: Close took %v", i, took.Round(time.Millisecond))
+		if took > closeBound {
+			t.Errorf("Close took %v, want under %v", took.Round(time.Millisecond), closeBound)
+		}
+		waitFor(t, "the relay's stream to end", func() bool { return r.Stats().ActiveStreams == 0 })
+		before := kcp.DefaultSnmp.Copy().RetransSegs
+		time.Sleep(retransmitWatch)
+		if n := kcp.DefaultSnmp.Copy().RetransSegs - before; n > 0 {
+			t.Errorf("session %d: the relay retransmitted %d segments in the %v after the client closed", i, n, retransmitWatch)
+		}
+	}
+}
+
+// TestChainCloseDeadProxy closes a session whose only proxy was just
+// killed: nothing will acknowledge the FIN, and Close must still return
+// (the linger is bounded).
+func TestChainCloseDeadProxy(t *testing.T) {
+	_, p1, _, conn := dialChain(t, 1)
+	checkEcho(t, conn, 1<<20)
+	p1.Kill()
+	start := time.Now()
+	_ = conn.Close()
+	took := time.Since(start)
+	t.Logf("Close took %v", took.Round(time.Millisecond))
+	if took > closeBound {
+		t.Errorf("Close took %v, want under %v", took.Round(time.Millisecond), closeBound)
+	}
+}
+
+// closeBound is far above the client's close linger (a few hundred
+// milliseconds here), to catch a Close that waits for timeouts it should
+// not. retransmitWatch is several of the relay's KCP retransmission
+// timeouts on loopback (100 ms and more).
+const (
+	closeBound      = 5 * time.Second
+	retransmitWatch = 3 * time.Second
+)
+
+// waitFor polls cond until it holds, failing the test after hangGuard.
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -35,6 +35,7 @@ type session struct {
 	id    turbotunnel.ClientID
 	log   *slog.Logger
 	pconn *multipath.Conn
+	acks  kcpAcks
 
 	cancel context.CancelFunc // ends the collector
 	wg     sync.WaitGroup     // the collector
@@ -89,7 +90,7 @@ func (s *session) open(ctx context.Context) (*Conn, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoProxy, ctx.Err())
 	}
 
-	kconn, err := kcp.NewConn2(relayAddr{}, nil, 0, 0, s.pconn)
+	kconn, err := kcp.NewConn2(relayAddr{}, nil, 0, 0, ackWatchConn{s.pconn, &s.acks})
 	if err != nil {
 		return nil, fmt.Errorf("start KCP: %w", err)
 	}
@@ -120,6 +121,50 @@ func (s *session) kcpRetransmitFloor() time.Duration {
 		return 0
 	}
 	return 2 * time.Duration(kconn.GetRTO()) * time.Millisecond
+}
+
+// A closing session lingers: its KCP keeps running after the stream's FIN
+// until the relay has acknowledged every segment the session sent (the FIN
+// among them) and has then been quiet for closeQuiet, or twice KCP's
+// retransmission timeout if longer, so that the acknowledgements of the
+// relay's last segments (its FIN, the data it had in flight) went out and
+// a lost one was answered again. Without it the relay keeps retransmitting
+// what the session never acknowledged until smux's keep-alive timeout, for
+// minutes. closeLinger bounds the whole, and a Client's Close cuts it
+// short, so that tor's SIGTERM or closed stdin ends the process promptly.
+const (
+	closeLinger = 2 * time.Second
+	closeQuiet  = 200 * time.Millisecond
+	// lingerPoll is how often the lingering session looks at its state.
+	lingerPoll = 10 * time.Millisecond
+)
+
+// closeStream closes stream, so that its FIN goes to the relay, and
+// lingers as closeLinger says; close then tears the session down.
+func (s *session) closeStream(stream *smux.Stream) error {
+	s.cancel() // a closing session takes no new proxy
+	// smux waits up to 30 s for the FIN to enter KCP; the timer's hard
+	// close ends that wait, and the lingering, at closeLinger.
+	hard := time.AfterFunc(closeLinger, s.close)
+	defer hard.Stop()
+	err := stream.Close()
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(lingerPoll)
+	defer tick.Stop()
+	for s.pconn.Len() > 0 {
+		quiet := max(closeQuiet, s.kcpRetransmitFloor())
+		if s.acks.allAcked() && s.acks.quietFor(quiet, time.Now()) {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-s.pconn.Closed():
+			return nil
+		}
+	}
+	return nil
 }
 
 // close tears the session down and waits for its goroutines. Idempotent.
@@ -287,9 +332,11 @@ type Conn struct {
 }
 
 // Close closes the stream and ends its session: its proxies are released
-// and its goroutines have ended when Close returns. Idempotent.
+// and its goroutines have ended when Close returns. Before that it lingers
+// until the relay has what it needs to end its side cleanly, at most
+// closeLinger (2 s); Client.Close ends that at once. Idempotent.
 func (c *Conn) Close() error {
-	err := c.Stream.Close()
+	err := c.s.closeStream(c.Stream)
 	c.s.close()
 	if errors.Is(err, io.ErrClosedPipe) {
 		err = nil
