@@ -113,19 +113,22 @@ func (s *session) open(ctx context.Context) (*Conn, error) {
 // kcpRetransmitFloor is twice KCP's current retransmission timeout (zero
 // before KCP starts): the reply watch waits at least that long, so that a
 // slow path is not taken for a dead proxy.
-func (s *session) kcpRetransmitFloor() time.Duration {
+func (s *session) kcpRetransmitFloor() time.Duration { return 2 * s.kcpRTO() }
+
+// kcpRTO is KCP's current retransmission timeout, zero before KCP starts.
+func (s *session) kcpRTO() time.Duration {
 	s.mu.Lock()
 	kconn := s.kcp
 	s.mu.Unlock()
 	if kconn == nil {
 		return 0
 	}
-	return 2 * time.Duration(kconn.GetRTO()) * time.Millisecond
+	return time.Duration(kconn.GetRTO()) * time.Millisecond
 }
 
 // A closing session lingers: its KCP keeps running after the stream's FIN
 // until the relay has acknowledged every segment the session sent (the FIN
-// among them) and has then been quiet for closeQuiet, or twice KCP's
+// among them) and has then been quiet for closeQuiet, or KCP's
 // retransmission timeout if longer, so that the acknowledgements of the
 // relay's last segments (its FIN, the data it had in flight) went out and
 // a lost one was answered again. Without it the relay keeps retransmitting
@@ -147,14 +150,13 @@ func (s *session) closeStream(stream *smux.Stream) error {
 	// close ends that wait, and the lingering, at closeLinger.
 	hard := time.AfterFunc(closeLinger, s.close)
 	defer hard.Stop()
-	err := stream.Close()
-	if err != nil {
+	if err := stream.Close(); err != nil {
 		return err
 	}
 	tick := time.NewTicker(lingerPoll)
 	defer tick.Stop()
 	for s.pconn.Len() > 0 {
-		quiet := max(closeQuiet, s.kcpRetransmitFloor())
+		quiet := max(closeQuiet, s.kcpRTO())
 		if s.acks.allAcked() && s.acks.quietFor(quiet, time.Now()) {
 			break
 		}
