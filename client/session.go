@@ -47,6 +47,7 @@ type session struct {
 	lastErr error      // last connection failure
 	kcp     *kcp.UDPSession
 	mux     *smux.Session
+	fins    *finWatchConn
 
 	closeOnce sync.Once
 }
@@ -95,18 +96,20 @@ func (s *session) open(ctx context.Context) (*Conn, error) {
 		return nil, fmt.Errorf("start KCP: %w", err)
 	}
 	turbotunnel.ConfigureKCP(kconn)
-	mux, err := smux.Client(kconn, turbotunnel.ClientSmuxConfig())
+	fins := &finWatchConn{UDPSession: kconn}
+	mux, err := smux.Client(fins, turbotunnel.ClientSmuxConfig())
 	if err != nil {
 		_ = kconn.Close()
 		return nil, fmt.Errorf("start smux: %w", err)
 	}
 	s.mu.Lock()
-	s.kcp, s.mux = kconn, mux
+	s.kcp, s.mux, s.fins = kconn, mux, fins
 	s.mu.Unlock()
 	stream, err := mux.OpenStream()
 	if err != nil {
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
+	fins.sid.Store(stream.ID())
 	return &Conn{Stream: stream, s: s}, nil
 }
 
@@ -128,13 +131,15 @@ func (s *session) kcpRTO() time.Duration {
 
 // A closing session lingers: its KCP keeps running after the stream's FIN
 // until the relay has acknowledged every segment the session sent (the FIN
-// among them) and has then been quiet for closeQuiet, or KCP's
+// among them), has closed the stream too (its FIN, sent once its target
+// has closed) and has then been quiet for closeQuiet, or KCP's
 // retransmission timeout if longer, so that the acknowledgements of the
 // relay's last segments (its FIN, the data it had in flight) went out and
 // a lost one was answered again. Without it the relay keeps retransmitting
 // what the session never acknowledged until smux's keep-alive timeout, for
-// minutes. closeLinger bounds the whole, and a Client's Close cuts it
-// short, so that tor's SIGTERM or closed stdin ends the process promptly.
+// minutes. closeLinger bounds the whole (a target that never closes, a
+// relay that never answers), and a Client's Close cuts it short, so that
+// tor's SIGTERM or closed stdin ends the process promptly.
 const (
 	closeLinger = 2 * time.Second
 	closeQuiet  = 200 * time.Millisecond
@@ -157,7 +162,7 @@ func (s *session) closeStream(stream *smux.Stream) error {
 	defer tick.Stop()
 	for s.pconn.Len() > 0 {
 		quiet := max(closeQuiet, s.kcpRTO())
-		if s.acks.allAcked() && s.acks.quietFor(quiet, time.Now()) {
+		if s.fins.fin.Load() && s.acks.allAcked() && s.acks.quietFor(quiet, time.Now()) {
 			break
 		}
 		select {
