@@ -2,7 +2,11 @@ package client
 
 import (
 	"encoding/binary"
+	"net"
 	"sync/atomic"
+	"time"
+
+	"github.com/flurrypt/flurry/client/internal/multipath"
 )
 
 // KCP segment layout, as kcp-go writes it with no FEC and no encryption
@@ -76,4 +80,88 @@ func (k *kcpProber) probe() []byte {
 	binary.LittleEndian.PutUint16(p[6:8], uint16(k.wnd.Load()))
 	binary.LittleEndian.PutUint32(p[16:20], uint32(cu))
 	return p
+}
+
+// kcpAcks follows, from the packets a session exchanges, whether the relay
+// has acknowledged every data segment the session sent and when the relay
+// last sent anything: a closing session lingers on them (see closeLinger).
+// KCP writes and reads from goroutines of its own, hence the atomics.
+type kcpAcks struct {
+	next     atomic.Uint64 // 1<<32 | the sn after the latest data segment sent; 0: none sent
+	una      atomic.Uint32 // the relay's una in its latest packet
+	lastRecv atomic.Int64  // time.Now().UnixNano() of the relay's latest packet; 0: none
+}
+
+// sent notes the data segments of the outgoing KCP packet p.
+func (k *kcpAcks) sent(p []byte) {
+	for len(p) >= kcpHeaderLen {
+		n := binary.LittleEndian.Uint32(p[20:24])
+		if uint64(n) > uint64(len(p)-kcpHeaderLen) {
+			return
+		}
+		if p[4] == kcpCmdPush {
+			next := binary.LittleEndian.Uint32(p[12:16]) + 1
+			for {
+				old := k.next.Load()
+				// Retransmissions carry earlier sequence numbers.
+				if old != 0 && int32(next-uint32(old)) <= 0 {
+					break
+				}
+				if k.next.CompareAndSwap(old, 1<<32|uint64(next)) {
+					break
+				}
+			}
+		}
+		p = p[kcpHeaderLen+int(n):]
+	}
+}
+
+// received notes the relay's acknowledgement (una) in the incoming KCP
+// packet p: every segment of a packet carries the same.
+func (k *kcpAcks) received(p []byte, now time.Time) {
+	k.lastRecv.Store(now.UnixNano())
+	if len(p) < kcpHeaderLen {
+		return
+	}
+	una := binary.LittleEndian.Uint32(p[16:20])
+	for {
+		// Packets through different proxies may arrive out of order.
+		old := k.una.Load()
+		if int32(una-old) <= 0 || k.una.CompareAndSwap(old, una) {
+			return
+		}
+	}
+}
+
+// allAcked reports whether the relay has acknowledged every data segment
+// sent so far.
+func (k *kcpAcks) allAcked() bool {
+	next := k.next.Load()
+	return next == 0 || int32(k.una.Load()-uint32(next)) >= 0
+}
+
+// quietFor reports whether the relay has sent nothing for d.
+func (k *kcpAcks) quietFor(d time.Duration, now time.Time) bool {
+	last := k.lastRecv.Load()
+	return last == 0 || now.Sub(time.Unix(0, last)) >= d
+}
+
+// ackWatchConn is a session's packet conn as its KCP sees it: it shows
+// every packet to acks on the way.
+type ackWatchConn struct {
+	*multipath.Conn
+	acks *kcpAcks
+}
+
+func (c ackWatchConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, addr, err := c.Conn.ReadFrom(p)
+	if err == nil {
+		c.acks.received(p[:n], time.Now())
+	}
+	return n, addr, err
+}
+
+func (c ackWatchConn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	c.acks.sent(p)
+	return c.Conn.WriteTo(p, addr)
 }

@@ -2,7 +2,9 @@ package client
 
 import (
 	"encoding/binary"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/xtaci/kcp-go/v5"
 
@@ -167,5 +169,65 @@ func TestKCPProbeAnswered(t *testing.T) {
 	}
 	if wins != 1 {
 		t.Errorf("the far end sent %d window announcements, want 1: % x", wins, p.outB)
+	}
+}
+
+// TestKCPAcksOnKCPOutput follows kcp-go's real packets: data sent is
+// unacknowledged until the peer's answer comes back.
+func TestKCPAcksOnKCPOutput(t *testing.T) {
+	p := newKCPPair()
+	var acks kcpAcks
+	if !acks.allAcked() {
+		t.Fatal("nothing sent, yet not all acknowledged")
+	}
+	p.a.Send(make([]byte, 3*turbotunnel.MTU)) // several segments
+	p.a.Update()
+	for _, pkt := range p.outA {
+		acks.sent(pkt)
+		p.b.Input(pkt, kcp.IKCP_PACKET_REGULAR, false)
+	}
+	if acks.allAcked() {
+		t.Fatal("data sent, none acknowledged, yet all acknowledged")
+	}
+	now := time.Now()
+	if !acks.quietFor(time.Hour, now) {
+		t.Error("nothing received, yet not quiet")
+	}
+	p.b.Update()
+	for _, pkt := range p.outB {
+		acks.received(pkt, now)
+	}
+	if !acks.allAcked() {
+		t.Error("the peer acknowledged everything, yet not all acknowledged")
+	}
+	if acks.quietFor(time.Second, now.Add(time.Second/2)) || !acks.quietFor(time.Second, now.Add(time.Second)) {
+		t.Error("quietFor does not count from the last packet received")
+	}
+}
+
+// TestKCPAcksOrder: retransmissions and packets arriving out of order move
+// nothing back, across the wrap of sequence numbers.
+func TestKCPAcksOrder(t *testing.T) {
+	withSN := func(cmd byte, sn, una uint32) []byte {
+		p := segment(cmd, "x")
+		binary.LittleEndian.PutUint32(p[12:], sn)
+		binary.LittleEndian.PutUint32(p[16:], una)
+		return p
+	}
+	var acks kcpAcks
+	now := time.Now()
+	acks.received(withSN(kcpCmdAck, 0, math.MaxUint32-1), now)
+	acks.sent(withSN(kcpCmdPush, math.MaxUint32, 0))
+	acks.sent(withSN(kcpCmdPush, 1, 0)) // wrapped
+	acks.sent(withSN(kcpCmdPush, 0, 0)) // a retransmission
+	acks.sent(withSN(kcpCmdAck, 7, 0))  // not data
+	acks.received(withSN(kcpCmdAck, 0, 1), now)
+	if acks.allAcked() {
+		t.Fatal("sn 1 unacknowledged, yet all acknowledged")
+	}
+	acks.received(withSN(kcpCmdAck, 0, 2), now)
+	acks.received(withSN(kcpCmdAck, 0, 0), now) // late
+	if !acks.allAcked() {
+		t.Error("una 2 covers sn 1, yet not all acknowledged")
 	}
 }

@@ -35,6 +35,7 @@ type session struct {
 	id    turbotunnel.ClientID
 	log   *slog.Logger
 	pconn *multipath.Conn
+	acks  kcpAcks
 
 	cancel context.CancelFunc // ends the collector
 	wg     sync.WaitGroup     // the collector
@@ -46,6 +47,7 @@ type session struct {
 	lastErr error      // last connection failure
 	kcp     *kcp.UDPSession
 	mux     *smux.Session
+	fins    *finWatchConn
 
 	closeOnce sync.Once
 }
@@ -89,37 +91,87 @@ func (s *session) open(ctx context.Context) (*Conn, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoProxy, ctx.Err())
 	}
 
-	kconn, err := kcp.NewConn2(relayAddr{}, nil, 0, 0, s.pconn)
+	kconn, err := kcp.NewConn2(relayAddr{}, nil, 0, 0, ackWatchConn{s.pconn, &s.acks})
 	if err != nil {
 		return nil, fmt.Errorf("start KCP: %w", err)
 	}
 	turbotunnel.ConfigureKCP(kconn)
-	mux, err := smux.Client(kconn, turbotunnel.ClientSmuxConfig())
+	fins := &finWatchConn{UDPSession: kconn}
+	mux, err := smux.Client(fins, turbotunnel.ClientSmuxConfig())
 	if err != nil {
 		_ = kconn.Close()
 		return nil, fmt.Errorf("start smux: %w", err)
 	}
 	s.mu.Lock()
-	s.kcp, s.mux = kconn, mux
+	s.kcp, s.mux, s.fins = kconn, mux, fins
 	s.mu.Unlock()
 	stream, err := mux.OpenStream()
 	if err != nil {
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
+	fins.sid.Store(stream.ID())
 	return &Conn{Stream: stream, s: s}, nil
 }
 
 // kcpRetransmitFloor is twice KCP's current retransmission timeout (zero
 // before KCP starts): the reply watch waits at least that long, so that a
 // slow path is not taken for a dead proxy.
-func (s *session) kcpRetransmitFloor() time.Duration {
+func (s *session) kcpRetransmitFloor() time.Duration { return 2 * s.kcpRTO() }
+
+// kcpRTO is KCP's current retransmission timeout, zero before KCP starts.
+func (s *session) kcpRTO() time.Duration {
 	s.mu.Lock()
 	kconn := s.kcp
 	s.mu.Unlock()
 	if kconn == nil {
 		return 0
 	}
-	return 2 * time.Duration(kconn.GetRTO()) * time.Millisecond
+	return time.Duration(kconn.GetRTO()) * time.Millisecond
+}
+
+// A closing session lingers: its KCP keeps running after the stream's FIN
+// until the relay has acknowledged every segment the session sent (the FIN
+// among them), has closed the stream too (its FIN, sent once its target
+// has closed) and has then been quiet for closeQuiet, or KCP's
+// retransmission timeout if longer, so that the acknowledgements of the
+// relay's last segments (its FIN, the data it had in flight) went out and
+// a lost one was answered again. Without it the relay keeps retransmitting
+// what the session never acknowledged until smux's keep-alive timeout, for
+// minutes. closeLinger bounds the whole (a target that never closes, a
+// relay that never answers), and a Client's Close cuts it short, so that
+// tor's SIGTERM or closed stdin ends the process promptly.
+const (
+	closeLinger = 2 * time.Second
+	closeQuiet  = 200 * time.Millisecond
+	// lingerPoll is how often the lingering session looks at its state.
+	lingerPoll = 10 * time.Millisecond
+)
+
+// closeStream closes stream, so that its FIN goes to the relay, and
+// lingers as closeLinger says; close then tears the session down.
+func (s *session) closeStream(stream *smux.Stream) error {
+	s.cancel() // a closing session takes no new proxy
+	// smux waits up to 30 s for the FIN to enter KCP; the timer's hard
+	// close ends that wait, and the lingering, at closeLinger.
+	hard := time.AfterFunc(closeLinger, s.close)
+	defer hard.Stop()
+	if err := stream.Close(); err != nil {
+		return err
+	}
+	tick := time.NewTicker(lingerPoll)
+	defer tick.Stop()
+	for s.pconn.Len() > 0 {
+		quiet := max(closeQuiet, s.kcpRTO())
+		if s.fins.fin.Load() && s.acks.allAcked() && s.acks.quietFor(quiet, time.Now()) {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-s.pconn.Closed():
+			return nil
+		}
+	}
+	return nil
 }
 
 // close tears the session down and waits for its goroutines. Idempotent.
@@ -287,9 +339,11 @@ type Conn struct {
 }
 
 // Close closes the stream and ends its session: its proxies are released
-// and its goroutines have ended when Close returns. Idempotent.
+// and its goroutines have ended when Close returns. Before that it lingers
+// until the relay has what it needs to end its side cleanly, at most
+// closeLinger (2 s); Client.Close ends that at once. Idempotent.
 func (c *Conn) Close() error {
-	err := c.Stream.Close()
+	err := c.s.closeStream(c.Stream)
 	c.s.close()
 	if errors.Is(err, io.ErrClosedPipe) {
 		err = nil

@@ -464,8 +464,10 @@ func (s *server) handle(ctx context.Context, conn *pt.SocksConn) {
 		pending--
 	case <-ctx.Done():
 	}
-	_ = stream.Close()
+	// The SOCKS connection first: closing the stream lingers (see
+	// client.Conn.Close).
 	_ = conn.Close()
+	_ = stream.Close()
 	for ; pending > 0; pending-- {
 		<-done
 	}

@@ -1,0 +1,4 @@
+package client
+
+// CloseLinger is closeLinger, for the chain tests.
+const CloseLinger = closeLinger
