@@ -90,8 +90,13 @@ With -socks, use -socks5-proxy socks5://[user:pass@]host:port.
 
 No flag defaults to a public host: set -url (or url= in the bridge line).
 
+Environment:
+  GOMAXPROCS  processors the client uses (default %d: less CPU per MB, and
+              one user's traffic never needs more than one core)
+  GOGC        the Go collector's target (default %d: less CPU per MB)
+
 Flags:
-`, fs.Name(), exampleBridgeLine)
+`, fs.Name(), exampleBridgeLine, maxProcs, gcPercent)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.url, "url", "", "URL of the broker (the bridge line's url=)")
