@@ -29,6 +29,7 @@ import (
 	"github.com/flurrypt/flurry/common/safelog"
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/commalist"
+	"github.com/flurrypt/flurry/internal/pionruntime"
 	"github.com/flurrypt/flurry/internal/serve"
 )
 
@@ -96,7 +97,7 @@ Environment:
   GOGC        the Go collector's target (default %d: less CPU per MB)
 
 Flags:
-`, fs.Name(), exampleBridgeLine, maxProcs, gcPercent)
+`, fs.Name(), exampleBridgeLine, pionruntime.MaxProcs, pionruntime.GCPercent)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.url, "url", "", "URL of the broker (the bridge line's url=)")
@@ -159,6 +160,7 @@ func (f *flags) baseConfig(logger *slog.Logger) (client.Config, error) {
 }
 
 func main() {
+	pionruntime.Apply()
 	os.Exit(run(os.Args[1:]))
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/commalist"
+	"github.com/flurrypt/flurry/internal/pionruntime"
 	"github.com/flurrypt/flurry/internal/serve"
 	"github.com/flurrypt/flurry/proxy"
 )
@@ -35,9 +36,10 @@ Environment:
   GOMAXPROCS  processors the proxy uses (default %d: enough for a volunteer's
               link; set it higher to relay more than one core carries)
   GOGC        the Go collector's target (default %d: less CPU per MB relayed)
-`, maxProcs, gcPercent)
+`, pionruntime.MaxProcs, pionruntime.GCPercent)
 
 func main() {
+	pionruntime.Apply()
 	os.Exit(run())
 }
 
