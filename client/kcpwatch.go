@@ -25,25 +25,38 @@ const (
 	kcpCmdWins   = 84
 )
 
+// nextKCPSegment splits the KCP packet p into its first segment (header
+// and data) and the rest; false if p does not start with a whole segment.
+func nextKCPSegment(p []byte) (seg, rest []byte, ok bool) {
+	if len(p) < kcpHeaderLen {
+		return nil, nil, false
+	}
+	n := binary.LittleEndian.Uint32(p[20:24])
+	if uint64(n) > uint64(len(p)-kcpHeaderLen) {
+		return nil, nil, false
+	}
+	end := kcpHeaderLen + int(n)
+	return p[:end], p[end:], true
+}
+
 // kcpExpectsReply reports whether the relay answers the KCP packet p: it
 // carries data or a window probe, not only acknowledgements and window
 // announcements. A malformed packet expects nothing.
 func kcpExpectsReply(p []byte) bool {
-	for len(p) >= kcpHeaderLen {
-		switch p[4] {
+	for {
+		seg, rest, ok := nextKCPSegment(p)
+		if !ok {
+			return false
+		}
+		switch seg[4] {
 		case kcpCmdPush, kcpCmdWask:
 			return true
 		case kcpCmdAck, kcpCmdWins:
 		default:
 			return false
 		}
-		n := binary.LittleEndian.Uint32(p[20:24])
-		if uint64(n) > uint64(len(p)-kcpHeaderLen) {
-			return false
-		}
-		p = p[kcpHeaderLen+int(n):]
+		p = rest
 	}
-	return false
 }
 
 // kcpProber makes window probes for the reply watch: it remembers the
@@ -94,13 +107,9 @@ type kcpAcks struct {
 
 // sent notes the data segments of the outgoing KCP packet p.
 func (k *kcpAcks) sent(p []byte) {
-	for len(p) >= kcpHeaderLen {
-		n := binary.LittleEndian.Uint32(p[20:24])
-		if uint64(n) > uint64(len(p)-kcpHeaderLen) {
-			return
-		}
-		if p[4] == kcpCmdPush {
-			next := binary.LittleEndian.Uint32(p[12:16]) + 1
+	for seg, rest, ok := nextKCPSegment(p); ok; seg, rest, ok = nextKCPSegment(rest) {
+		if seg[4] == kcpCmdPush {
+			next := binary.LittleEndian.Uint32(seg[12:16]) + 1
 			for {
 				old := k.next.Load()
 				// Retransmissions carry earlier sequence numbers.
@@ -112,7 +121,6 @@ func (k *kcpAcks) sent(p []byte) {
 				}
 			}
 		}
-		p = p[kcpHeaderLen+int(n):]
 	}
 }
 
