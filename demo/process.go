@@ -292,7 +292,7 @@ func (p *Process) Stop(timeout time.Duration) error {
 	case <-t.C:
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-done
-		errs = append(errs, fmt.Errorf("%s: %w within %v", p.cfg.Name, ErrStopTimeout, timeout))
+		errs = append(errs, fmt.Errorf("%s: %w within %v; its log ends:\n%s", p.cfg.Name, ErrStopTimeout, timeout, p.LogTail(10)))
 	}
 	if err := p.reapGroup(pgid); err != nil {
 		errs = append(errs, err)
