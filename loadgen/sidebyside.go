@@ -115,10 +115,11 @@ type Download struct {
 	// RcvbufErrors is the growth of Udp RcvbufErrors in /proc/net/snmp
 	// (this network namespace) over the download.
 	RcvbufErrors int64 `json:"rcvbuf_errors"`
-	// UDPDatagramsPerMB is the growth of Udp OutDatagrams (every datagram
-	// sent in this network namespace, data and acknowledgements both
-	// ways) per MB downloaded: what each packet's fixed cost is paid on.
-	UDPDatagramsPerMB float64 `json:"udp_datagrams_per_mb"`
+	// UDPSendsPerMB is the growth of Udp OutDatagrams (every UDP send in
+	// this network namespace, data and acknowledgements both ways) per MB
+	// downloaded: what each send's fixed cost is paid on. The kernel counts
+	// a GSO send once, although it leaves as several datagrams.
+	UDPSendsPerMB float64 `json:"udp_sends_per_mb"`
 }
 
 // SideBySideSummary is one implementation's medians.
@@ -138,8 +139,8 @@ type SideBySideSummary struct {
 	// had at least one.
 	Pauses, DownloadsWithPauses int
 	MaxGapSeconds               float64 `json:"max_gap_seconds"`
-	RcvbufErrors                int64   `json:"rcvbuf_errors"`        // total
-	UDPDatagramsPerMB           float64 `json:"udp_datagrams_per_mb"` // median
+	RcvbufErrors                int64   `json:"rcvbuf_errors"`    // total
+	UDPSendsPerMB               float64 `json:"udp_sends_per_mb"` // median
 }
 
 // SideBySideResult is what RunSideBySide measured.
@@ -572,7 +573,7 @@ func (c *sbsChain) download(ctx context.Context, cfg SideBySideConfig) Download 
 	}
 	mb := float64(d.Bytes) / 1e6
 	if mb > 0 {
-		d.UDPDatagramsPerMB = float64(sent1-sent0) / mb
+		d.UDPSendsPerMB = float64(sent1-sent0) / mb
 		for role, t := range cpu1 {
 			d.CPUMsPerMB[role] = float64(t-cpu0[role]) / 1e6 / mb
 		}
@@ -633,7 +634,7 @@ func medianFloat(xs []float64) float64 {
 
 func summarizeSideBySide(c *sbsChain, all []Download) SideBySideSummary {
 	s := SideBySideSummary{Implementation: c.im.Name, CPUMsPerMB: map[string]float64{}, PeakRSS: map[string]int64{}}
-	var rates, ttfb, datagrams []float64
+	var rates, ttfb, sends []float64
 	cpu := map[string][]float64{}
 	for _, d := range all {
 		if d.Implementation != c.im.Name {
@@ -646,7 +647,7 @@ func summarizeSideBySide(c *sbsChain, all []Download) SideBySideSummary {
 		s.OK++
 		rates = append(rates, d.MBPerSec)
 		ttfb = append(ttfb, d.TTFBSeconds)
-		datagrams = append(datagrams, d.UDPDatagramsPerMB)
+		sends = append(sends, d.UDPSendsPerMB)
 		total := 0.0
 		for _, r := range []string{RoleClient, RoleProxy, RoleServer} {
 			cpu[r] = append(cpu[r], d.CPUMsPerMB[r])
@@ -662,7 +663,7 @@ func summarizeSideBySide(c *sbsChain, all []Download) SideBySideSummary {
 		s.RcvbufErrors += d.RcvbufErrors
 	}
 	s.MBPerSec, s.TTFBSeconds = medianFloat(rates), medianFloat(ttfb)
-	s.UDPDatagramsPerMB = medianFloat(datagrams)
+	s.UDPSendsPerMB = medianFloat(sends)
 	if len(rates) > 0 {
 		s.MBPerSecMin, s.MBPerSecMax = slices.Min(rates), slices.Max(rates)
 	}
@@ -726,7 +727,7 @@ func WriteSideBySideTable(w io.Writer, r SideBySideResult) error {
 	}
 	fmt.Fprintln(bw)
 	row("longest gap, s", func(s SideBySideSummary) float64 { return s.MaxGapSeconds }, "%.3f", false)
-	row("UDP datagrams per MB", func(s SideBySideSummary) float64 { return s.UDPDatagramsPerMB }, "%.0f", true)
+	row("UDP sends per MB", func(s SideBySideSummary) float64 { return s.UDPSendsPerMB }, "%.0f", true)
 	row("UDP RcvbufErrors, all downloads", func(s SideBySideSummary) float64 { return float64(s.RcvbufErrors) }, "%.0f", false)
 	row("time to first byte, s", func(s SideBySideSummary) float64 { return s.TTFBSeconds }, "%.3f", false)
 	return bw.Flush()

@@ -10,6 +10,10 @@
 // opens asks for Size bytes each way. The kernel caps the request at
 // net.core.rmem_max and wmem_max; Size is then all that can be had without
 // privileges, and the figures in docs/performance.md say what it buys.
+//
+// The sockets of ICE candidates (ListenUDP) also get batched I/O, UDP GSO
+// and GRO where the kernel has them (package udpbatch): pion sends and
+// receives one datagram per system call otherwise.
 package sockbuf
 
 import (
@@ -17,6 +21,8 @@ import (
 
 	"github.com/pion/transport/v5"
 	"github.com/pion/transport/v5/stdnet"
+
+	"github.com/flurrypt/flurry/common/udpbatch"
 )
 
 // Size is the receive and send buffer asked for on each UDP socket:
@@ -92,12 +98,18 @@ func (b bufferedNet) ListenPacket(network, address string) (net.PacketConn, erro
 	return c, err
 }
 
+// ListenUDP opens the sockets of pion's host and server-reflexive
+// candidates, which carry the data path: they also get batched I/O.
 func (b bufferedNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
 	c, err := b.Net.ListenUDP(network, laddr)
-	if err == nil {
-		enlarge(c)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	enlarge(c)
+	if uc, ok := c.(*net.UDPConn); ok {
+		return udpbatch.Wrap(uc), nil
+	}
+	return c, nil
 }
 
 func (b bufferedNet) DialUDP(network string, laddr, raddr *net.UDPAddr) (transport.UDPConn, error) {

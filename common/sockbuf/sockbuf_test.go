@@ -6,6 +6,8 @@ import (
 	"net"
 	"syscall"
 	"testing"
+
+	"github.com/flurrypt/flurry/common/udpbatch"
 )
 
 // TestListenUDPEnlargesBuffers opens a loopback socket through Net and reads
@@ -20,12 +22,15 @@ func TestListenUDPEnlargesBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if _, ok := c.(*udpbatch.Conn); !ok {
+		t.Errorf("ListenUDP gave a %T, want a *udpbatch.Conn (this kernel has UDP GSO)", c)
+	}
 	plain, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	got, def := rcvbuf(t, c.(*net.UDPConn)), rcvbuf(t, plain)
+	got, def := rcvbuf(t, c.(syscall.Conn)), rcvbuf(t, plain)
 	// The kernel caps the request at net.core.rmem_max, which may be the
 	// default; it never makes the buffer smaller.
 	if got < def {
@@ -38,12 +43,12 @@ func TestListenUDPEnlargesBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	if got := rcvbuf(t, pc.(*net.UDPConn)); got < def {
+	if got := rcvbuf(t, pc.(syscall.Conn)); got < def {
 		t.Errorf("ListenPacket: receive buffer %d bytes, smaller than the default %d", got, def)
 	}
 }
 
-func rcvbuf(t *testing.T, c *net.UDPConn) int {
+func rcvbuf(t *testing.T, c syscall.Conn) int {
 	t.Helper()
 	raw, err := c.SyscallConn()
 	if err != nil {

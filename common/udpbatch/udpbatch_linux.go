@@ -1,0 +1,396 @@
+package udpbatch
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/pion/transport/v5"
+	"golang.org/x/sys/unix"
+)
+
+// maxSegments bounds the datagrams of one GSO send (the kernel's
+// UDP_MAX_SEGMENTS), and maxSendBytes its payload (what one IP packet
+// holds, less headers).
+const (
+	maxSegments  = 64
+	maxSendBytes = 65000
+)
+
+// readBufferSize is a read's buffer when GRO is on: the largest coalesced
+// payload the kernel hands over.
+const readBufferSize = 1 << 16
+
+// Wrap returns c with batched writes if the kernel offers UDP GSO on it
+// and coalesced reads if it offers UDP GRO; c itself if neither. The
+// returned connection owns c.
+func Wrap(c *net.UDPConn) transport.UDPConn {
+	gso, gro := probe(c)
+	if !gso && !gro {
+		return c
+	}
+	b := &Conn{c: c, gro: gro}
+	if gso {
+		b.w = newWriter(c)
+	}
+	return b
+}
+
+// probe reports whether c can send with UDP_SEGMENT (the option reads back)
+// and whether UDP_GRO could be turned on.
+func probe(c *net.UDPConn) (gso, gro bool) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false, false
+	}
+	_ = raw.Control(func(fd uintptr) {
+		_, err := unix.GetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT)
+		gso = err == nil
+		gro = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil
+	})
+	return gso, gro
+}
+
+// Conn is a UDP socket with batched I/O. Its methods may be called from
+// several goroutines at once.
+type Conn struct {
+	c   *net.UDPConn
+	w   *writer // nil: writes go straight to c
+	gro bool
+
+	rmu     sync.Mutex // one read at a time; guards what follows
+	rbuf    []byte     // the last coalesced read, allocated on first use
+	oob     [64]byte
+	rest    []byte // what of rbuf is not handed out yet
+	segment int    // its datagrams' size (the last may be shorter)
+	from    netip.AddrPort
+}
+
+// ReadFromAddrPort reads one datagram into b; like a plain UDP read, the
+// part of a datagram longer than b is lost.
+func (b *Conn) ReadFromAddrPort(p []byte) (int, netip.AddrPort, error) {
+	if !b.gro {
+		return b.c.ReadFromUDPAddrPort(p)
+	}
+	b.rmu.Lock()
+	defer b.rmu.Unlock()
+	if len(b.rest) == 0 {
+		if b.rbuf == nil {
+			b.rbuf = make([]byte, readBufferSize)
+		}
+		n, oobn, _, from, err := b.c.ReadMsgUDPAddrPort(b.rbuf, b.oob[:])
+		if err != nil {
+			return 0, from, err
+		}
+		b.rest, b.from = b.rbuf[:n], from
+		b.segment = groSegment(b.oob[:oobn])
+		if b.segment <= 0 || b.segment > n {
+			b.segment = n
+		}
+	}
+	d := b.rest[:min(b.segment, len(b.rest))]
+	b.rest = b.rest[len(d):]
+	return copy(p, d), b.from, nil
+}
+
+// groSegment returns the datagram size of a coalesced read from its
+// control messages, 0 if the read holds one datagram.
+func groSegment(oob []byte) int {
+	for len(oob) >= unix.CmsgLen(0) {
+		h, data, rest, err := unix.ParseOneSocketControlMessage(oob)
+		if err != nil {
+			return 0
+		}
+		if h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO && len(data) >= 4 {
+			return int(binary.NativeEndian.Uint32(data))
+		}
+		oob = rest
+	}
+	return 0
+}
+
+// WriteToAddrPort queues p for addr; it returns at once unless MaxQueued
+// bytes are queued. Send errors other than the socket's closing are not
+// reported, as a datagram lost on the way is not.
+func (b *Conn) WriteToAddrPort(p []byte, addr netip.AddrPort) (int, error) {
+	if b.w == nil {
+		return b.c.WriteToUDPAddrPort(p, addr)
+	}
+	return b.w.queue(p, addr)
+}
+
+// Close sends what is queued, then closes the socket.
+func (b *Conn) Close() error {
+	if b.w != nil {
+		b.w.close()
+	}
+	return b.c.Close()
+}
+
+func (b *Conn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, from, err := b.ReadFromAddrPort(p)
+	if err != nil {
+		return n, nil, err
+	}
+	return n, net.UDPAddrFromAddrPort(from), nil
+}
+
+func (b *Conn) ReadFromUDP(p []byte) (int, *net.UDPAddr, error) {
+	n, from, err := b.ReadFromAddrPort(p)
+	if err != nil {
+		return n, nil, err
+	}
+	return n, net.UDPAddrFromAddrPort(from), nil
+}
+
+func (b *Conn) Read(p []byte) (int, error) {
+	n, _, err := b.ReadFromAddrPort(p)
+	return n, err
+}
+
+// ReadMsgUDP reads one datagram and no control message: those of a
+// coalesced read belong to all its datagrams.
+func (b *Conn) ReadMsgUDP(p, _ []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
+	n, addr, err = b.ReadFromUDP(p)
+	return n, 0, 0, addr, err
+}
+
+func (b *Conn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	ua, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return 0, &net.OpError{Op: "write", Net: "udp", Addr: addr, Err: syscall.EINVAL}
+	}
+	return b.WriteToAddrPort(p, ua.AddrPort())
+}
+
+func (b *Conn) WriteToUDP(p []byte, addr *net.UDPAddr) (int, error) {
+	return b.WriteToAddrPort(p, addr.AddrPort())
+}
+
+// Write sends p to the socket's peer; only a connected socket has one.
+func (b *Conn) Write(p []byte) (int, error) {
+	ra, ok := b.c.RemoteAddr().(*net.UDPAddr)
+	if !ok {
+		return b.c.Write(p) // fails as the socket would
+	}
+	return b.WriteToAddrPort(p, ra.AddrPort())
+}
+
+// WriteMsgUDP sends p with control messages oob, after what is queued.
+func (b *Conn) WriteMsgUDP(p, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
+	if b.w != nil {
+		b.w.drain()
+	}
+	return b.c.WriteMsgUDP(p, oob, addr)
+}
+
+// SyscallConn gives the socket, for options; reading or writing it
+// directly bypasses the batches.
+func (b *Conn) SyscallConn() (syscall.RawConn, error) { return b.c.SyscallConn() }
+
+func (b *Conn) LocalAddr() net.Addr                { return b.c.LocalAddr() }
+func (b *Conn) RemoteAddr() net.Addr               { return b.c.RemoteAddr() }
+func (b *Conn) SetDeadline(t time.Time) error      { return b.c.SetDeadline(t) }
+func (b *Conn) SetReadDeadline(t time.Time) error  { return b.c.SetReadDeadline(t) }
+func (b *Conn) SetWriteDeadline(t time.Time) error { return b.c.SetWriteDeadline(t) }
+func (b *Conn) SetReadBuffer(n int) error          { return b.c.SetReadBuffer(n) }
+func (b *Conn) SetWriteBuffer(n int) error         { return b.c.SetWriteBuffer(n) }
+
+// datagram is one queued datagram: buf[off:off+n] of its batch.
+type datagram struct {
+	off, n int
+	to     netip.AddrPort
+}
+
+// batch is the queue the writer fills while the sender sends the other.
+type batch struct {
+	buf  []byte
+	msgs []datagram
+}
+
+func (q *batch) reset() {
+	q.buf, q.msgs = q.buf[:0], q.msgs[:0]
+}
+
+// writer queues datagrams and sends them from a goroutine of its own.
+type writer struct {
+	c *net.UDPConn
+
+	mu      sync.Mutex
+	room    *sync.Cond // signalled when the sender takes the queue
+	pending batch
+	closed  bool
+	sending bool // the sender holds a batch
+
+	wake chan struct{} // a token: pending was empty and is not
+	done chan struct{} // closed when the sender has returned
+
+	// Only the sender's:
+	spare batch
+	oob   []byte
+	gso   bool
+}
+
+func newWriter(c *net.UDPConn) *writer {
+	w := &writer{
+		c:    c,
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
+		oob:  make([]byte, unix.CmsgSpace(2)),
+		gso:  true,
+	}
+	w.room = sync.NewCond(&w.mu)
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&w.oob[0]))
+	h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	go w.send()
+	return w
+}
+
+func (w *writer) queue(p []byte, to netip.AddrPort) (int, error) {
+	w.mu.Lock()
+	for !w.closed && len(w.pending.buf) > 0 && len(w.pending.buf)+len(p) > MaxQueued {
+		w.room.Wait()
+	}
+	if w.closed {
+		w.mu.Unlock()
+		return 0, net.ErrClosed
+	}
+	wasEmpty := len(w.pending.msgs) == 0
+	w.pending.msgs = append(w.pending.msgs, datagram{off: len(w.pending.buf), n: len(p), to: to})
+	w.pending.buf = append(w.pending.buf, p...)
+	w.mu.Unlock()
+	if wasEmpty {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+// drain waits until everything queued so far has been handed to the kernel.
+func (w *writer) drain() {
+	w.mu.Lock()
+	for !w.closed && (len(w.pending.msgs) > 0 || w.sending) {
+		w.room.Wait()
+	}
+	w.mu.Unlock()
+}
+
+// close stops the writer after it has sent what is queued; queue fails
+// from then on.
+func (w *writer) close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.done
+		return
+	}
+	w.closed = true
+	w.room.Broadcast()
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	// A send blocks only while the kernel's buffer is full; bound it.
+	_ = w.c.SetWriteDeadline(time.Now().Add(time.Second))
+	<-w.done
+}
+
+// send takes the queue whenever it is not empty and sends it, until the
+// writer is closed and nothing is left.
+func (w *writer) send() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		for len(w.pending.msgs) == 0 {
+			w.sending = false
+			w.room.Broadcast()
+			if w.closed {
+				w.mu.Unlock()
+				return
+			}
+			w.mu.Unlock()
+			<-w.wake
+			// The goroutine that woke us is likely to queue more: pion
+			// writes a burst of packets one by one and waits on a
+			// goroutine of its own after each, which would run us first
+			// (the runtime runs the goroutine readied last) and send each
+			// packet alone. Step back until the runnable goroutines of
+			// this processor have run.
+			runtime.Gosched()
+			w.mu.Lock()
+		}
+		w.pending, w.spare = w.spare, w.pending
+		w.sending = true
+		w.room.Broadcast()
+		w.mu.Unlock()
+
+		w.sendBatch(&w.spare)
+		w.spare.reset()
+	}
+}
+
+// sendBatch sends q's datagrams in order, each run that GSO can take as one
+// system call.
+func (w *writer) sendBatch(q *batch) {
+	for i := 0; i < len(q.msgs); {
+		j := w.run(q.msgs, i)
+		first, last := q.msgs[i], q.msgs[j-1]
+		if j-i > 1 && w.sendGSO(q.buf[first.off:last.off+last.n], first.n, first.to) {
+			i = j
+			continue
+		}
+		for ; i < j; i++ {
+			m := q.msgs[i]
+			if _, err := w.c.WriteToUDPAddrPort(q.buf[m.off:m.off+m.n], m.to); errors.Is(err, net.ErrClosed) {
+				return
+			}
+		}
+	}
+}
+
+// run returns the end of the run of datagrams starting at msgs[i] that one
+// GSO send can carry: one address, one size (the last may be shorter).
+func (w *writer) run(msgs []datagram, i int) int {
+	if !w.gso {
+		return i + 1
+	}
+	size, to, total := msgs[i].n, msgs[i].to, msgs[i].n
+	j := i + 1
+	for ; j < len(msgs) && j-i < maxSegments; j++ {
+		m := msgs[j]
+		if m.to != to || m.n > size || total+m.n > maxSendBytes {
+			break
+		}
+		total += m.n
+		if m.n < size {
+			return j + 1
+		}
+	}
+	return j
+}
+
+// sendGSO sends payload as datagrams of segment bytes; false if the kernel
+// refused the send as such, in which case GSO is off from then on and the
+// caller sends the datagrams one by one.
+func (w *writer) sendGSO(payload []byte, segment int, to netip.AddrPort) bool {
+	binary.NativeEndian.PutUint16(w.oob[unix.CmsgLen(0):], uint16(segment))
+	_, _, err := w.c.WriteMsgUDPAddrPort(payload, w.oob, to)
+	var errno syscall.Errno
+	if errors.As(err, &errno) && (errno == syscall.EIO || errno == syscall.EINVAL || errno == syscall.ENOPROTOOPT) {
+		// No checksum offload on the way out (EIO), a datagram over the
+		// path's MTU (EINVAL): the datagrams go one by one.
+		w.gso = false
+		return false
+	}
+	return true
+}
