@@ -148,8 +148,8 @@ func failoverRoles() []Roles {
 }
 
 // TestFailover SIGKILLs the serving proxy at 30 % of a download and starts
-// a new one at once; the download must finish intact. The stall (from the
-// kill until bytes flow again) is recorded.
+// a new one at once; the download must finish intact. The stall (the
+// longest time without a byte after the kill) is recorded.
 func TestFailover(t *testing.T) {
 	results := runCells(t, failoverRoles(), func(t *testing.T, ctx context.Context, c *Chain) cellResult {
 		var progress demo.Progress
@@ -182,22 +182,25 @@ func TestFailover(t *testing.T) {
 		if _, err := c.StartProxy(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// The stall is the longest time after the kill in which no byte
+		// arrived, to the poll's 20 ms. (Counting from the kill until some
+		// bytes arrived would count the bytes the client's socket already
+		// held: with large socket buffers, more than a margin could tell.)
 		var stall time.Duration
-		for stall == 0 {
+		last, lastAt := at, killed
+	wait:
+		for {
 			select {
 			case f := <-done:
-				if f.err != nil {
-					t.Fatalf("download after the kill: %v", f.err)
-				}
-				stall = time.Since(killed)
 				done <- f
+				break wait
 			case <-ctx.Done():
-				t.Fatalf("no byte after the kill (%d bytes)", progress.Bytes())
-			case <-tick.C:
-				// Bytes already in flight arrive just after the kill; a
-				// 64 KiB margin tells them from new ones.
-				if progress.Bytes() > at+64<<10 {
-					stall = time.Since(killed)
+				t.Fatalf("the download did not end after the kill (%d bytes)", progress.Bytes())
+			case now := <-tick.C:
+				if b := progress.Bytes(); b != last {
+					last, lastAt = b, now
+				} else {
+					stall = max(stall, now.Sub(lastAt))
 				}
 			}
 		}
