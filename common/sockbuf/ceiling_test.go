@@ -15,7 +15,7 @@ import (
 // BenchmarkDataChannel measures the WebRTC stack alone (pion's ICE, DTLS
 // and SCTP, both ends in this process, on loopback): one ordered, reliable
 // DataChannel carrying messages of each size one way as fast as it can,
-// with the kernel's default socket buffers and with Net's. It is the
+// with plain sockets and with Net's (larger buffers, batched I/O). It is the
 // ceiling of what a chain through pion can carry per CPU on this machine
 // (docs/performance.md).
 func BenchmarkDataChannel(b *testing.B) {
