@@ -7,51 +7,22 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/client/internal/multipath"
+	"github.com/flurrypt/flurry/common/turbotunnel"
 )
-
-// KCP segment layout, as kcp-go writes it with no FEC and no encryption
-// (Snowflake's parameters): a packet is one or more segments, each a
-// 24-byte little-endian header followed by len bytes of data.
-//
-//	0       4     5     6       8       12      16      20      24
-//	+-------+-----+-----+-------+-------+-------+-------+-------+------
-//	| conv  | cmd | frg |  wnd  |  ts   |  sn   |  una  |  len  | data
-//	+-------+-----+-----+-------+-------+-------+-------+-------+------
-const (
-	kcpHeaderLen = 24
-	kcpCmdPush   = 81 // data: the relay acknowledges it
-	kcpCmdAck    = 82
-	kcpCmdWask   = 83 // window probe: the relay answers with its window
-	kcpCmdWins   = 84
-)
-
-// nextKCPSegment splits the KCP packet p into its first segment (header
-// and data) and the rest; false if p does not start with a whole segment.
-func nextKCPSegment(p []byte) (seg, rest []byte, ok bool) {
-	if len(p) < kcpHeaderLen {
-		return nil, nil, false
-	}
-	n := binary.LittleEndian.Uint32(p[20:24])
-	if uint64(n) > uint64(len(p)-kcpHeaderLen) {
-		return nil, nil, false
-	}
-	end := kcpHeaderLen + int(n)
-	return p[:end], p[end:], true
-}
 
 // kcpExpectsReply reports whether the relay answers the KCP packet p: it
 // carries data or a window probe, not only acknowledgements and window
 // announcements. A malformed packet expects nothing.
 func kcpExpectsReply(p []byte) bool {
 	for {
-		seg, rest, ok := nextKCPSegment(p)
+		seg, rest, ok := turbotunnel.NextKCPSegment(p)
 		if !ok {
 			return false
 		}
-		switch seg[4] {
-		case kcpCmdPush, kcpCmdWask:
+		switch seg.Cmd() {
+		case turbotunnel.KCPCmdPush, turbotunnel.KCPCmdWask:
 			return true
-		case kcpCmdAck, kcpCmdWins:
+		case turbotunnel.KCPCmdAck, turbotunnel.KCPCmdWins:
 		default:
 			return false
 		}
@@ -70,11 +41,9 @@ type kcpProber struct {
 
 // expectsReply is kcpExpectsReply, recording p's header for probes.
 func (k *kcpProber) expectsReply(p []byte) bool {
-	if len(p) >= kcpHeaderLen {
-		conv := binary.LittleEndian.Uint32(p[0:4])
-		una := binary.LittleEndian.Uint32(p[16:20])
-		k.convUna.Store(uint64(conv)<<32 | uint64(una))
-		k.wnd.Store(uint32(binary.LittleEndian.Uint16(p[6:8])))
+	if seg, _, ok := turbotunnel.NextKCPSegment(p); ok {
+		k.convUna.Store(uint64(seg.Conv())<<32 | uint64(seg.Una()))
+		k.wnd.Store(uint32(seg.Wnd()))
 	}
 	return kcpExpectsReply(p)
 }
@@ -87,9 +56,9 @@ func (k *kcpProber) probe() []byte {
 	if cu == 0 {
 		return nil
 	}
-	p := make([]byte, kcpHeaderLen)
+	p := make([]byte, turbotunnel.KCPHeaderLen) // the layout: turbotunnel.KCPSegment
 	binary.LittleEndian.PutUint32(p[0:4], uint32(cu>>32))
-	p[4] = kcpCmdWask
+	p[4] = turbotunnel.KCPCmdWask
 	binary.LittleEndian.PutUint16(p[6:8], uint16(k.wnd.Load()))
 	binary.LittleEndian.PutUint32(p[16:20], uint32(cu))
 	return p
@@ -107,9 +76,9 @@ type kcpAcks struct {
 
 // sent notes the data segments of the outgoing KCP packet p.
 func (k *kcpAcks) sent(p []byte) {
-	for seg, rest, ok := nextKCPSegment(p); ok; seg, rest, ok = nextKCPSegment(rest) {
-		if seg[4] == kcpCmdPush {
-			next := binary.LittleEndian.Uint32(seg[12:16]) + 1
+	for seg, rest, ok := turbotunnel.NextKCPSegment(p); ok; seg, rest, ok = turbotunnel.NextKCPSegment(rest) {
+		if seg.Cmd() == turbotunnel.KCPCmdPush {
+			next := seg.SN() + 1
 			for {
 				old := k.next.Load()
 				// Retransmissions carry earlier sequence numbers.
@@ -128,10 +97,11 @@ func (k *kcpAcks) sent(p []byte) {
 // packet p: every segment of a packet carries the same.
 func (k *kcpAcks) received(p []byte, now time.Time) {
 	k.lastRecv.Store(now.UnixNano())
-	if len(p) < kcpHeaderLen {
+	seg, _, ok := turbotunnel.NextKCPSegment(p)
+	if !ok {
 		return
 	}
-	una := binary.LittleEndian.Uint32(p[16:20])
+	una := seg.Una()
 	for {
 		// Packets through different proxies may arrive out of order.
 		old := k.una.Load()

@@ -31,7 +31,7 @@ func newKCPPair() *kcpPair {
 }
 
 func segment(cmd byte, data string) []byte {
-	h := make([]byte, kcpHeaderLen, kcpHeaderLen+len(data))
+	h := make([]byte, turbotunnel.KCPHeaderLen, turbotunnel.KCPHeaderLen+len(data))
 	binary.LittleEndian.PutUint32(h[0:], 1)
 	h[4] = cmd
 	binary.LittleEndian.PutUint32(h[20:], uint32(len(data)))
@@ -73,7 +73,7 @@ func TestKCPExpectsReplyOnKCPOutput(t *testing.T) {
 	if len(p.outB) != 1 {
 		t.Fatalf("kcp wrote %d packets for an acknowledgement and data, want 1", len(p.outB))
 	}
-	if pkt := p.outB[0]; pkt[4] != kcpCmdAck || !kcpExpectsReply(pkt) {
+	if pkt := p.outB[0]; pkt[4] != turbotunnel.KCPCmdAck || !kcpExpectsReply(pkt) {
 		t.Errorf("acknowledgement and data % x: expects no reply", pkt)
 	}
 }
@@ -92,18 +92,18 @@ func TestKCPExpectsReply(t *testing.T) {
 		want bool
 	}{
 		{"empty", nil, false},
-		{"short header", segment(kcpCmdPush, "")[:kcpHeaderLen-1], false},
-		{"push", segment(kcpCmdPush, "data"), true},
-		{"empty push", segment(kcpCmdPush, ""), true},
-		{"window probe", segment(kcpCmdWask, ""), true},
-		{"ack", segment(kcpCmdAck, ""), false},
-		{"window announcement", segment(kcpCmdWins, ""), false},
-		{"acks then push", cat(segment(kcpCmdAck, ""), segment(kcpCmdAck, ""), segment(kcpCmdPush, "d")), true},
-		{"ack then probe", cat(segment(kcpCmdAck, ""), segment(kcpCmdWask, "")), true},
+		{"short header", segment(turbotunnel.KCPCmdPush, "")[:turbotunnel.KCPHeaderLen-1], false},
+		{"push", segment(turbotunnel.KCPCmdPush, "data"), true},
+		{"empty push", segment(turbotunnel.KCPCmdPush, ""), true},
+		{"window probe", segment(turbotunnel.KCPCmdWask, ""), true},
+		{"ack", segment(turbotunnel.KCPCmdAck, ""), false},
+		{"window announcement", segment(turbotunnel.KCPCmdWins, ""), false},
+		{"acks then push", cat(segment(turbotunnel.KCPCmdAck, ""), segment(turbotunnel.KCPCmdAck, ""), segment(turbotunnel.KCPCmdPush, "d")), true},
+		{"ack then probe", cat(segment(turbotunnel.KCPCmdAck, ""), segment(turbotunnel.KCPCmdWask, "")), true},
 		{"unknown command", segment(99, ""), false},
-		{"unknown command before push", cat(segment(99, ""), segment(kcpCmdPush, "")), false},
-		{"length past the end", segment(kcpCmdAck, "abc")[:kcpHeaderLen+2], false},
-		{"ack then a truncated push header", cat(segment(kcpCmdAck, ""), segment(kcpCmdPush, "")[:10]), false},
+		{"unknown command before push", cat(segment(99, ""), segment(turbotunnel.KCPCmdPush, "")), false},
+		{"length past the end", segment(turbotunnel.KCPCmdAck, "abc")[:turbotunnel.KCPHeaderLen+2], false},
+		{"ack then a truncated push header", cat(segment(turbotunnel.KCPCmdAck, ""), segment(turbotunnel.KCPCmdPush, "")[:10]), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,18 +117,18 @@ func TestKCPExpectsReply(t *testing.T) {
 // FuzzKCPExpectsReply: any bytes are classified without panicking, and a
 // packet answers true only if it holds a whole data or probe header.
 func FuzzKCPExpectsReply(f *testing.F) {
-	f.Add(segment(kcpCmdPush, "data"))
-	f.Add(append(segment(kcpCmdAck, ""), segment(kcpCmdWask, "")...))
+	f.Add(segment(turbotunnel.KCPCmdPush, "data"))
+	f.Add(append(segment(turbotunnel.KCPCmdAck, ""), segment(turbotunnel.KCPCmdWask, "")...))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, p []byte) {
-		if kcpExpectsReply(p) && len(p) < kcpHeaderLen {
+		if kcpExpectsReply(p) && len(p) < turbotunnel.KCPHeaderLen {
 			t.Fatalf("short packet % x expects a reply", p)
 		}
 	})
 }
 
 func BenchmarkKCPExpectsReply(b *testing.B) {
-	pkt := append(segment(kcpCmdAck, ""), segment(kcpCmdPush, string(make([]byte, 1300)))...)
+	pkt := append(segment(turbotunnel.KCPCmdAck, ""), segment(turbotunnel.KCPCmdPush, string(make([]byte, 1300)))...)
 	b.ReportAllocs()
 	for b.Loop() {
 		if !kcpExpectsReply(pkt) {
@@ -161,8 +161,8 @@ func TestKCPProbeAnswered(t *testing.T) {
 	p.b.Update()
 	wins := 0
 	for _, pkt := range p.outB {
-		for q := pkt; len(q) >= kcpHeaderLen; q = q[kcpHeaderLen+int(binary.LittleEndian.Uint32(q[20:24])):] {
-			if q[4] == kcpCmdWins {
+		for seg, rest, ok := turbotunnel.NextKCPSegment(pkt); ok; seg, rest, ok = turbotunnel.NextKCPSegment(rest) {
+			if seg.Cmd() == turbotunnel.KCPCmdWins {
 				wins++
 			}
 		}
@@ -216,17 +216,17 @@ func TestKCPAcksOrder(t *testing.T) {
 	}
 	var acks kcpAcks
 	now := time.Now()
-	acks.received(withSN(kcpCmdAck, 0, math.MaxUint32-1), now)
-	acks.sent(withSN(kcpCmdPush, math.MaxUint32, 0))
-	acks.sent(withSN(kcpCmdPush, 1, 0)) // wrapped
-	acks.sent(withSN(kcpCmdPush, 0, 0)) // a retransmission
-	acks.sent(withSN(kcpCmdAck, 7, 0))  // not data
-	acks.received(withSN(kcpCmdAck, 0, 1), now)
+	acks.received(withSN(turbotunnel.KCPCmdAck, 0, math.MaxUint32-1), now)
+	acks.sent(withSN(turbotunnel.KCPCmdPush, math.MaxUint32, 0))
+	acks.sent(withSN(turbotunnel.KCPCmdPush, 1, 0)) // wrapped
+	acks.sent(withSN(turbotunnel.KCPCmdPush, 0, 0)) // a retransmission
+	acks.sent(withSN(turbotunnel.KCPCmdAck, 7, 0))  // not data
+	acks.received(withSN(turbotunnel.KCPCmdAck, 0, 1), now)
 	if acks.allAcked() {
 		t.Fatal("sn 1 unacknowledged, yet all acknowledged")
 	}
-	acks.received(withSN(kcpCmdAck, 0, 2), now)
-	acks.received(withSN(kcpCmdAck, 0, 0), now) // late
+	acks.received(withSN(turbotunnel.KCPCmdAck, 0, 2), now)
+	acks.received(withSN(turbotunnel.KCPCmdAck, 0, 0), now) // late
 	if !acks.allAcked() {
 		t.Error("una 2 covers sn 1, yet not all acknowledged")
 	}

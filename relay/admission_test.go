@@ -93,7 +93,7 @@ func clientFirstPacket(tb testing.TB, data []byte) []byte {
 
 // kcpSegment builds one KCP segment.
 func kcpSegment(conv uint32, cmd byte, sn uint32, data []byte) []byte {
-	b := make([]byte, kcpHeaderLen, kcpHeaderLen+len(data))
+	b := make([]byte, turbotunnel.KCPHeaderLen, turbotunnel.KCPHeaderLen+len(data))
 	binary.LittleEndian.PutUint32(b, conv)
 	b[4] = cmd
 	binary.LittleEndian.PutUint16(b[6:], 128)
@@ -105,7 +105,7 @@ func kcpSegment(conv uint32, cmd byte, sn uint32, data []byte) []byte {
 // nopPacket is a packet that passes the relay's first-packet check but
 // opens no stream: KCP push sn 0 carrying a smux NOP frame.
 func nopPacket(conv uint32) []byte {
-	return kcpSegment(conv, kcpCmdPush, 0, []byte{turbotunnel.SmuxVersion, 3, 0, 0, 0, 0, 0, 0})
+	return kcpSegment(conv, turbotunnel.KCPCmdPush, 0, []byte{turbotunnel.SmuxVersion, 3, 0, 0, 0, 0, 0, 0})
 }
 
 func TestOpensSession(t *testing.T) {
@@ -122,11 +122,11 @@ func TestOpensSession(t *testing.T) {
 		{"nop frame", nopPacket(7), true},
 		{"ack then push", append(ack, nopPacket(7)...), true},
 		{"24 zero bytes", make([]byte, 24), false},
-		{"empty push", kcpSegment(7, kcpCmdPush, 0, nil), false},
-		{"push sn 1", kcpSegment(7, kcpCmdPush, 1, []byte{turbotunnel.SmuxVersion, 0, 0, 0}), false},
+		{"empty push", kcpSegment(7, turbotunnel.KCPCmdPush, 0, nil), false},
+		{"push sn 1", kcpSegment(7, turbotunnel.KCPCmdPush, 1, []byte{turbotunnel.SmuxVersion, 0, 0, 0}), false},
 		{"ack only", ack, false},
 		{"bad command", kcpSegment(7, 80, 0, []byte{turbotunnel.SmuxVersion}), false},
-		{"smux version 1", kcpSegment(7, kcpCmdPush, 0, []byte{1, 0, 0, 0}), false},
+		{"smux version 1", kcpSegment(7, turbotunnel.KCPCmdPush, 0, []byte{1, 0, 0, 0}), false},
 		{"two conversations", append(kcpSegment(8, 82, 0, nil), nopPacket(7)...), false},
 		{"trailing bytes", append(nopPacket(7), 1, 2, 3), false},
 		{"length beyond packet", real[:len(real)-1], false},
@@ -152,7 +152,7 @@ func FuzzOpensSession(f *testing.F) {
 				if binary.LittleEndian.Uint32(p) != conv {
 					t.Fatal("accepted two conversations")
 				}
-				p = p[kcpHeaderLen+int(binary.LittleEndian.Uint32(p[20:])):]
+				p = p[turbotunnel.KCPHeaderLen+int(binary.LittleEndian.Uint32(p[20:])):]
 			}
 		}
 	})
@@ -228,7 +228,7 @@ func eventually(tb testing.TB, what string, cond func() bool) {
 
 func TestMalformedFirstPacketStartsNoSession(t *testing.T) {
 	r, wsURL := startRelay(t, Config{ForwardAddr: "127.0.0.1:1"})
-	for _, pkt := range [][]byte{make([]byte, 24), kcpSegment(9, kcpCmdPush, 0, nil)} {
+	for _, pkt := range [][]byte{make([]byte, 24), kcpSegment(9, turbotunnel.KCPCmdPush, 0, nil)} {
 		waitEOF(t, sendFirst(t, wsURL, "127.0.0.1", turbotunnel.NewClientID(), pkt))
 	}
 	st := r.Stats()

@@ -1,18 +1,6 @@
 package relay
 
-import (
-	"encoding/binary"
-
-	"github.com/flurrypt/flurry/common/turbotunnel"
-)
-
-// KCP segment layout (kcp-go, little-endian): conv u32 | cmd u8 | frg u8 |
-// wnd u16 | ts u32 | sn u32 | una u32 | len u32 | data[len].
-const (
-	kcpHeaderLen = 24
-	kcpCmdPush   = 81
-	kcpCmdWins   = 84 // highest command (81 push, 82 ack, 83 window ask, 84 window tell)
-)
+import "github.com/flurrypt/flurry/common/turbotunnel"
 
 // opensSession reports whether p, a KCP packet for a ClientID that has no
 // session yet, is what a Snowflake client sends first: one or more
@@ -21,26 +9,20 @@ const (
 // a smux frame of Snowflake's version. kcp-go's listener would start a
 // session for any 24 bytes; the relay lets only such a packet through.
 func opensSession(p []byte) bool {
-	if len(p) < kcpHeaderLen {
+	first, _, ok := turbotunnel.NextKCPSegment(p)
+	if !ok {
 		return false
 	}
-	conv := binary.LittleEndian.Uint32(p)
 	opens := false
 	for len(p) > 0 {
-		if len(p) < kcpHeaderLen || binary.LittleEndian.Uint32(p) != conv {
+		seg, rest, ok := turbotunnel.NextKCPSegment(p)
+		if !ok || seg.Conv() != first.Conv() || seg.Cmd() < turbotunnel.KCPCmdPush || seg.Cmd() > turbotunnel.KCPCmdWins {
 			return false
 		}
-		cmd := p[4]
-		sn := binary.LittleEndian.Uint32(p[12:])
-		n := binary.LittleEndian.Uint32(p[20:])
-		if cmd < kcpCmdPush || cmd > kcpCmdWins || uint64(n) > uint64(len(p)-kcpHeaderLen) {
-			return false
-		}
-		data := p[kcpHeaderLen : kcpHeaderLen+int(n)]
-		if cmd == kcpCmdPush && sn == 0 && n > 0 && data[0] == turbotunnel.SmuxVersion {
+		if data := seg.Data(); seg.Cmd() == turbotunnel.KCPCmdPush && seg.SN() == 0 && len(data) > 0 && data[0] == turbotunnel.SmuxVersion {
 			opens = true
 		}
-		p = p[kcpHeaderLen+int(n):]
+		p = rest
 	}
 	return opens
 }
