@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxSegments bounds the datagrams of one GSO send (the kernel's
-// UDP_MAX_SEGMENTS), and maxSendBytes its payload (what one IP packet
+// maxSegments bounds the datagrams of one GSO send (UDP_MAX_SEGMENTS: 64
+// in every kernel with GSO, 128 in recent ones), and maxSendBytes its payload (what one IP packet
 // holds, less headers).
 const (
 	maxSegments  = 64
@@ -386,9 +386,10 @@ func (w *writer) sendGSO(payload []byte, segment int, to netip.AddrPort) bool {
 	binary.NativeEndian.PutUint16(w.oob[unix.CmsgLen(0):], uint16(segment))
 	_, _, err := w.c.WriteMsgUDPAddrPort(payload, w.oob, to)
 	var errno syscall.Errno
-	if errors.As(err, &errno) && (errno == syscall.EIO || errno == syscall.EINVAL || errno == syscall.ENOPROTOOPT) {
+	if errors.As(err, &errno) && (errno == syscall.EIO || errno == syscall.EINVAL || errno == syscall.EMSGSIZE || errno == syscall.ENOPROTOOPT) {
 		// No checksum offload on the way out (EIO), a datagram over the
-		// path's MTU (EINVAL): the datagrams go one by one.
+		// device's or the path's MTU (EINVAL, EMSGSIZE): the datagrams go
+		// one by one.
 		w.gso = false
 		return false
 	}

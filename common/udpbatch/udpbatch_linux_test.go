@@ -262,3 +262,32 @@ func TestTruncatesLikeUDP(t *testing.T) {
 		}
 	}
 }
+
+// TestGSOFallback checks that a GSO send the kernel refuses turns GSO off
+// for the socket and that datagrams then go one by one, intact.
+func TestGSOFallback(t *testing.T) {
+	a, b := wrap(t, listen(t)), wrap(t, listen(t))
+	// More segments than any kernel takes in one send (64, or 128 in
+	// recent kernels): EINVAL. The sender has sent nothing yet, so the test may
+	// act as the sender.
+	if a.w.sendGSO(make([]byte, 1000*10), 10, addrPort(b)) {
+		t.Fatal("the kernel took a GSO send of 1 000 segments")
+	}
+	if a.w.gso {
+		t.Fatal("GSO still on after a refused send")
+	}
+	want := datagrams(50)
+	for _, d := range want {
+		if _, err := a.WriteToAddrPort(d, addrPort(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 2048)
+	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i, d := range want {
+		n, _, err := b.ReadFromAddrPort(buf)
+		if err != nil || !bytes.Equal(buf[:n], d) {
+			t.Fatalf("datagram %d: %d bytes, %v", i, n, err)
+		}
+	}
+}
