@@ -99,14 +99,17 @@ func (b bufferedNet) ListenPacket(network, address string) (net.PacketConn, erro
 }
 
 // ListenUDP opens the sockets of pion's host and server-reflexive
-// candidates, which carry the data path: they also get batched I/O.
+// candidates, which carry the data path: they also get batched I/O. Its
+// mDNS sockets (bound to a multicast group; the roles turn mDNS off) are
+// left alone: pion reads them through x/net's control-message path, which
+// would bypass the batches.
 func (b bufferedNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
 	c, err := b.Net.ListenUDP(network, laddr)
 	if err != nil {
 		return nil, err
 	}
 	enlarge(c)
-	if uc, ok := c.(*net.UDPConn); ok {
+	if uc, ok := c.(*net.UDPConn); ok && (laddr == nil || !laddr.IP.IsMulticast()) {
 		return udpbatch.Wrap(uc), nil
 	}
 	return c, nil

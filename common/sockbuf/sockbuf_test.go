@@ -25,6 +25,14 @@ func TestListenUDPEnlargesBuffers(t *testing.T) {
 	if _, ok := c.(*udpbatch.Conn); !ok {
 		t.Errorf("ListenUDP gave a %T, want a *udpbatch.Conn (this kernel has UDP GSO)", c)
 	}
+	mc, err := n.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(224, 0, 0, 251)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	if _, ok := mc.(*net.UDPConn); !ok {
+		t.Errorf("ListenUDP on a multicast group gave a %T, want the plain socket", mc)
+	}
 	plain, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
