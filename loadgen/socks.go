@@ -22,6 +22,10 @@ type socksDialer struct {
 	}
 }
 
+// socksTimeout bounds a SOCKS handshake whose context has no deadline:
+// tor's SocksTimeout.
+const socksTimeout = 2 * time.Minute
+
 // SOCKS5 constants.
 const (
 	socksVersion      = 5
@@ -35,7 +39,7 @@ const (
 )
 
 // DialContext connects to addr (host:port) through the proxy. The
-// handshake is bounded by ctx and a 30 s deadline.
+// handshake is bounded by ctx's deadline, or socksTimeout without one.
 //
 //	client: 05 n methods...           server: 05 method
 //	[client: 01 ulen user plen pass   server: 01 status]
@@ -53,9 +57,12 @@ func (d *socksDialer) DialContext(ctx context.Context, _, addr string) (net.Conn
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
+	// The reply waits for the client's rendezvous, which with few proxies
+	// can take several of their poll intervals: tor waits 2 minutes
+	// (SocksTimeout), and so does a caller that set a deadline.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(socksTimeout)
 	}
 	_ = c.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
