@@ -38,25 +38,46 @@ func Start(quiet time.Duration) {
 // garbage until Go's two-minute forced collection, and its free pages
 // until the background scavenger gets to them. It never returns.
 func returnIdle(interval time.Duration) {
-	samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"}}
-	read := func() (cycles, allocs uint64) {
-		metrics.Read(samples)
-		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
-	}
-	lastCycles, freedAt := read()
+	r := newReturner()
 	for range time.Tick(interval) {
-		cycles, allocs := read()
-		if cycles == lastCycles && allocs != freedAt {
-			// Two collections: what sync.Pools held at the first (the
-			// read buffers of a burst of connections that then went
-			// idle) survives it in their victim caches.
-			runtime.GC()
-			debug.FreeOSMemory()
-			cycles, allocs = read()
-			freedAt = allocs
-		}
-		lastCycles = cycles
+		r.tick()
 	}
+}
+
+// returner is returnIdle's state between two ticks.
+type returner struct {
+	samples    []metrics.Sample
+	lastCycles uint64 // collections counted at the last tick
+	freedAt    uint64 // bytes allocated in all when memory was last returned
+}
+
+func newReturner() *returner {
+	r := &returner{samples: []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"}}}
+	r.lastCycles, r.freedAt = r.read()
+	return r
+}
+
+func (r *returner) read() (cycles, allocs uint64) {
+	metrics.Read(r.samples)
+	return r.samples[0].Value.Uint64(), r.samples[1].Value.Uint64()
+}
+
+// tick returns memory if no collection ran since the last tick and the
+// process allocated since memory was last returned; it reports whether it
+// did.
+func (r *returner) tick() bool {
+	cycles, allocs := r.read()
+	freed := cycles == r.lastCycles && allocs != r.freedAt
+	if freed {
+		// Two collections: what sync.Pools held at the first (the read
+		// buffers of a burst of connections that then went idle)
+		// survives it in their victim caches.
+		runtime.GC()
+		debug.FreeOSMemory()
+		cycles, r.freedAt = r.read()
+	}
+	r.lastCycles = cycles
+	return freed
 }
 
 // Help is the environment section of a -h that calls Start(quiet).
