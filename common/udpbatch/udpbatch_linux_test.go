@@ -18,7 +18,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func listen(t *testing.T) *net.UDPConn {
 	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	return listenOn(t, "udp4", net.IPv4(127, 0, 0, 1))
+}
+
+func listenOn(t *testing.T, network string, ip net.IP) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP(network, &net.UDPAddr{IP: ip})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,9 +61,15 @@ func addrPort(c net.PacketConn) netip.AddrPort {
 }
 
 // TestDatagramsIntactAndInOrder sends datagrams of mixed sizes from a
-// wrapped socket to a wrapped socket and reads each back whole, in order.
+// wrapped socket to a wrapped socket and reads each back whole, in order,
+// over IPv4 and IPv6.
 func TestDatagramsIntactAndInOrder(t *testing.T) {
-	a, b := wrap(t, listen(t)), wrap(t, listen(t))
+	t.Run("ipv4", func(t *testing.T) { testIntactAndInOrder(t, "udp4", net.IPv4(127, 0, 0, 1)) })
+	t.Run("ipv6", func(t *testing.T) { testIntactAndInOrder(t, "udp6", net.IPv6loopback) })
+}
+
+func testIntactAndInOrder(t *testing.T, network string, ip net.IP) {
+	a, b := wrap(t, listenOn(t, network, ip)), wrap(t, listenOn(t, network, ip))
 	want := datagrams(3000)
 	go func() {
 		for _, d := range want {
