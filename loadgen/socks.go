@@ -58,8 +58,8 @@ func (d *socksDialer) DialContext(ctx context.Context, _, addr string) (net.Conn
 		return nil, err
 	}
 	// The reply waits for the client's rendezvous, which with few proxies
-	// can take several of their poll intervals: tor waits 2 minutes
-	// (SocksTimeout), and so does a caller that set a deadline.
+	// can take several of their poll intervals, so no shorter bound than
+	// the caller's (tor waits 2 minutes: SocksTimeout).
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(socksTimeout)

@@ -117,7 +117,8 @@ func groSegment(oob []byte) int {
 
 // WriteToAddrPort queues p for addr; it returns at once unless MaxQueued
 // bytes are queued. Send errors other than the socket's closing are not
-// reported, as a datagram lost on the way is not.
+// reported, as a datagram lost on the way is not; a write deadline bounds
+// the sending goroutine's system calls, not the wait for room.
 func (b *Conn) WriteToAddrPort(p []byte, addr netip.AddrPort) (int, error) {
 	if b.w == nil {
 		return b.c.WriteToUDPAddrPort(p, addr)
@@ -214,6 +215,11 @@ type batch struct {
 	msgs []datagram
 }
 
+func (q *batch) add(p []byte, to netip.AddrPort) {
+	q.msgs = append(q.msgs, datagram{off: len(q.buf), n: len(p), to: to})
+	q.buf = append(q.buf, p...)
+}
+
 func (q *batch) reset() {
 	q.buf, q.msgs = q.buf[:0], q.msgs[:0]
 }
@@ -263,8 +269,7 @@ func (w *writer) queue(p []byte, to netip.AddrPort) (int, error) {
 		return 0, net.ErrClosed
 	}
 	wasEmpty := len(w.pending.msgs) == 0
-	w.pending.msgs = append(w.pending.msgs, datagram{off: len(w.pending.buf), n: len(p), to: to})
-	w.pending.buf = append(w.pending.buf, p...)
+	w.pending.add(p, to)
 	w.mu.Unlock()
 	if wasEmpty {
 		select {

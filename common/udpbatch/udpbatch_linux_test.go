@@ -113,8 +113,7 @@ func TestSendsCoalesce(t *testing.T) {
 	// Hold the sender so that the datagrams queue up behind it.
 	a.w.mu.Lock()
 	for range 10 {
-		a.w.pending.msgs = append(a.w.pending.msgs, datagram{off: len(a.w.pending.buf), n: len(d), to: addrPort(r)})
-		a.w.pending.buf = append(a.w.pending.buf, d...)
+		a.w.pending.add(d, addrPort(r))
 	}
 	a.w.mu.Unlock()
 	a.w.wake <- struct{}{}
@@ -211,8 +210,7 @@ func TestCloseSendsQueued(t *testing.T) {
 	d := bytes.Repeat([]byte{1}, 500)
 	a.w.mu.Lock() // queue behind a held sender, and close at once
 	for range 20 {
-		a.w.pending.msgs = append(a.w.pending.msgs, datagram{off: len(a.w.pending.buf), n: len(d), to: addrPort(r)})
-		a.w.pending.buf = append(a.w.pending.buf, d...)
+		a.w.pending.add(d, addrPort(r))
 	}
 	go func() {
 		time.Sleep(10 * time.Millisecond)
