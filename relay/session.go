@@ -244,6 +244,11 @@ const copyBufferSize = 16 << 10
 // error) or an error. When src is a socket, it waits for readability without
 // holding a buffer and reads with a pooled one, so an idle stream holds no
 // copy buffer, and it allocates nothing per read (TestCopyToStreamAllocs).
+//
+// A buffer whose Write failed is left to the garbage collector, never put
+// back: smux's Write returns on a deadline or a closing session while its
+// frame, which points into the buffer, may still sit in the session's send
+// queue, and the send loop may copy from it later.
 func copyToStream(dst io.Writer, src net.Conn, pool *sync.Pool, stats *counters) error {
 	sc, ok := src.(syscall.Conn)
 	if !ok {
@@ -287,11 +292,11 @@ func copyToStream(dst io.Writer, src net.Conn, pool *sync.Pool, stats *counters)
 			pool.Put(bp)
 			return nil // EOF
 		}
-		_, werr := dst.Write((*bp)[:n])
-		pool.Put(bp)
-		if werr != nil {
+		if _, werr := dst.Write((*bp)[:n]); werr != nil {
+			// Not back to the pool: see above.
 			return werr
 		}
+		pool.Put(bp)
 		stats.streamDown.Add(uint64(n))
 	}
 }
@@ -299,20 +304,21 @@ func copyToStream(dst io.Writer, src net.Conn, pool *sync.Pool, stats *counters)
 // copyBuffered is copyToStream for connections that are not sockets.
 func copyBuffered(dst io.Writer, src io.Reader, pool *sync.Pool, stats *counters) error {
 	bp := pool.Get().(*[]byte)
-	defer pool.Put(bp)
 	buf := *bp
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return werr
+				return werr // bp is not put back: see copyToStream
 			}
 			stats.streamDown.Add(uint64(n))
 		}
 		if errors.Is(err, io.EOF) {
+			pool.Put(bp)
 			return nil
 		}
 		if err != nil {
+			pool.Put(bp)
 			return err
 		}
 	}
