@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -15,9 +18,13 @@ import (
 // up every other; the loop below accepts raw connections and runs each
 // handshake in its own goroutine instead.
 const (
-	// maxHandshakes bounds the SOCKS handshakes in progress; a connection
-	// beyond it is closed at once.
+	// maxHandshakes bounds the SOCKS handshakes in progress. A connection
+	// beyond it evicts the oldest one that has not sent a byte yet, or is
+	// closed at once if every one has.
 	maxHandshakes = 128
+	// firstByteTimeout is how long a new connection may stay silent: a
+	// SOCKS client speaks first, at once.
+	firstByteTimeout = time.Second
 	// acceptBackoffMin and acceptBackoffMax bound the pause after a
 	// temporary accept error (EMFILE and the like), doubling in between.
 	acceptBackoffMin = 5 * time.Millisecond
@@ -31,7 +38,7 @@ const (
 // than staying up accepting nothing.
 func (s *server) acceptLoop(ctx context.Context, ln net.Listener, fatal func()) {
 	defer s.wg.Done()
-	slots := make(chan struct{}, maxHandshakes)
+	hs := &handshakes{max: maxHandshakes}
 	backoff := time.Duration(0)
 	for {
 		c, err := ln.Accept()
@@ -63,9 +70,8 @@ func (s *server) acceptLoop(ctx context.Context, ln net.Listener, fatal func()) 
 			s.log.Info("SOCKS accept works again")
 			backoff = 0
 		}
-		select {
-		case slots <- struct{}{}:
-		default:
+		h := hs.admit(c)
+		if h == nil {
 			s.log.Debug("too many SOCKS handshakes in progress; connection closed")
 			_ = c.Close()
 			continue
@@ -73,24 +79,102 @@ func (s *server) acceptLoop(ctx context.Context, ln net.Listener, fatal func()) 
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(ctx, c, slots)
+			s.serveConn(ctx, h, hs)
 		}()
 	}
 }
 
-// serveConn runs the SOCKS handshake of c (goptlib's, with its deadline),
-// frees its handshake slot, and carries the connection.
-func (s *server) serveConn(ctx context.Context, c net.Conn, slots <-chan struct{}) {
+// serveConn waits for the first byte of h's connection, runs its SOCKS
+// handshake (goptlib's, with its deadline), frees its handshake slot, and
+// carries the connection.
+func (s *server) serveConn(ctx context.Context, h *handshake, hs *handshakes) {
+	c := h.conn
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
-	conn, err := pt.NewSocksListener(&oneConnListener{c: c}).AcceptSocks()
-	<-slots
+	var first [1]byte
+	_ = c.SetReadDeadline(time.Now().Add(firstByteTimeout))
+	if _, err := io.ReadFull(c, first[:]); err != nil {
+		hs.done(h)
+		_ = c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	hs.spoke(h)
+	conn, err := pt.NewSocksListener(&oneConnListener{c: &prefixConn{Conn: c, first: first[0]}}).AcceptSocks()
+	hs.done(h)
 	if err != nil {
 		// goptlib has closed c; a failed handshake is the local
 		// application's business, not worth a log line.
 		return
 	}
 	s.handle(ctx, conn)
+}
+
+// handshakes tracks the SOCKS handshakes in progress, oldest first, so
+// that a local program holding every slot with silent connections cannot
+// lock out the next honest one.
+type handshakes struct {
+	max int
+	mu  sync.Mutex
+	all []*handshake
+}
+
+// A handshake is a connection whose SOCKS handshake is in progress.
+type handshake struct {
+	conn  net.Conn
+	spoke bool // it has sent its first byte
+}
+
+// admit adds a handshake for c. When all slots are taken it closes the
+// oldest connection that has not spoken (its handshake then ends and frees
+// the slot), or returns nil if every one has.
+func (hs *handshakes) admit(c net.Conn) *handshake {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if len(hs.all) >= hs.max {
+		i := slices.IndexFunc(hs.all, func(h *handshake) bool { return !h.spoke })
+		if i < 0 {
+			return nil
+		}
+		_ = hs.all[i].conn.Close()
+		hs.all = slices.Delete(hs.all, i, i+1)
+	}
+	h := &handshake{conn: c}
+	hs.all = append(hs.all, h)
+	return h
+}
+
+// spoke marks h as having sent its first byte: it can no longer be evicted.
+func (hs *handshakes) spoke(h *handshake) {
+	hs.mu.Lock()
+	h.spoke = true
+	hs.mu.Unlock()
+}
+
+// done frees h's slot (if it was not evicted already).
+func (hs *handshakes) done(h *handshake) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if i := slices.Index(hs.all, h); i >= 0 {
+		hs.all = slices.Delete(hs.all, i, i+1)
+	}
+}
+
+// prefixConn is a connection whose first byte has been read already: Read
+// returns it before the rest.
+type prefixConn struct {
+	net.Conn
+	first byte
+	read  bool
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if c.read || len(p) == 0 {
+		return c.Conn.Read(p)
+	}
+	c.read = true
+	p[0] = c.first
+	return 1, nil
 }
 
 // temporaryAcceptError reports whether an Accept error may go away by

@@ -236,3 +236,43 @@ func TestAcceptSurvivesEMFILE(t *testing.T) {
 		t.Fatalf("no SOCKS service after the descriptors came back: %v", err)
 	}
 }
+
+// TestSilentHandshakesEvicted: a local program that holds every handshake
+// slot with connections that never speak does not lock out honest SOCKS
+// clients: each new connection evicts the oldest silent one.
+func TestSilentHandshakesEvicted(t *testing.T) {
+	addr := startServer(t)
+	for range maxHandshakes {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	for i := range 40 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(hangGuard))
+		if err := greet(c); err != nil {
+			t.Fatalf("greeting %d behind %d silent connections: %v", i, maxHandshakes, err)
+		}
+		c.Close()
+	}
+}
+
+// TestSilentConnectionClosed: a connection that sends nothing is closed
+// after firstByteTimeout, not held for goptlib's whole handshake deadline.
+func TestSilentConnectionClosed(t *testing.T) {
+	addr := startServer(t)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(hangGuard))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("silent connection: read %v, want EOF (closed by the server)", err)
+	}
+}
