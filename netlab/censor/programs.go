@@ -209,6 +209,9 @@ func matches2022(pl []byte) bool {
 		return false
 	}
 	m := r.body
+	if len(m) < dtlsHandshakeHeaderLen {
+		return false
+	}
 	typ := m[0]
 	if typ != handshakeClientHello && typ != handshakeServerHello {
 		return false
