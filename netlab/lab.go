@@ -96,6 +96,7 @@ func validName(name string) bool {
 // packet between them crosses this process, which may censor, delay, drop
 // and rate-limit it. Its methods are safe for concurrent use.
 type Lab struct {
+	name     string
 	log      *slog.Logger
 	ip       string    // path of the ip command
 	ns       [2]string // namespace names by Side
@@ -147,6 +148,7 @@ func New(ctx context.Context, cfg Config) (*Lab, error) {
 		return nil, err
 	}
 	l := &Lab{
+		name:   cfg.Name,
 		log:    cfg.Logger.With("lab", cfg.Name),
 		ip:     ip,
 		ns:     [2]string{cfg.Name + "c", cfg.Name + "o"},
@@ -385,6 +387,9 @@ func (l *Lab) Stats() Stats {
 		Down: l.counters[censor.Inbound].snapshot(),
 	}
 }
+
+// Name returns the lab's name, the prefix of its namespaces and devices.
+func (l *Lab) Name() string { return l.name }
 
 // Namespace returns the name of a side's network namespace.
 func (l *Lab) Namespace(side Side) string { return l.ns[side] }
