@@ -18,7 +18,7 @@ VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help demo build test fmt-check vet race bench-smoke bench loadtest clusterbench fuzz lint clean interop snowflake-bins sidebyside
+.PHONY: help demo build test fmt-check vet race bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab snowflake-bins sidebyside
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
@@ -79,7 +79,12 @@ lint: ## staticcheck, deadcode, govulncheck (fails on vulnerable modules, warns 
 
 interop: ## Against Snowflake v2.14.1 built from its Go module: mixed chains, failover, differential and flag-parity tests (nested module interop/, see docs/interop.md)
 	cd interop && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \
-		$(GO) run ./cmd/snowflake-bins >/dev/null && $(GO) test -v -count=1 -timeout 15m ./...
+		$(GO) run ./cmd/snowflake-bins >/dev/null && $(GO) test -v -count=1 -timeout 15m -skip '^TestCensorLab$$' ./...
+
+censorlab: ## Flurry and Snowflake v2.14.1 through each censor program of the network lab, client behind a user-space middlebox (root; matrix printed, JSON in out/censorlab.json; see docs/censorship.md)
+	@mkdir -p out
+	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
+		FLURRY_CENSORLAB_OUT=$(abspath out/censorlab.json) $(GO) test -v -count=1 -timeout 15m -run '^TestCensorLab$$' .
 
 snowflake-bins: ## Build Snowflake v2.14.1's broker, proxy, client and server into DIR (default: the user's cache directory); reused while the Go version is the same
 	cd interop && $(GO) run ./cmd/snowflake-bins $(if $(DIR),-o $(abspath $(DIR)))

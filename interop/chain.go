@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/messages"
+	"github.com/flurrypt/flurry/netlab"
 )
 
 // Impl names an implementation of a role.
@@ -75,6 +77,12 @@ type ChainConfig struct {
 	// Covert is the -covertdtls-config given to the client and to every
 	// proxy; empty means the flag is not given (each binary's default).
 	Covert string
+	// Lab, if set, puts the chain across a network lab: the client on its
+	// client side, every other role (and the target and STUN server the
+	// caller starts there) on its outside, so that all the client sends
+	// and receives crosses the lab's middlebox. Nil keeps the whole chain
+	// on 127.0.0.1.
+	Lab *netlab.Lab
 }
 
 // Chain is a running chain of processes on 127.0.0.1: a target HTTP
@@ -136,13 +144,60 @@ func (c *Chain) bin(role string) string {
 
 func (c *Chain) logPath(name string) string { return filepath.Join(c.cfg.Dir, name+".log") }
 
+// host is the address the broker and the relay listen on: loopback, or
+// the lab's outside.
+func (c *Chain) host() string {
+	if c.cfg.Lab == nil {
+		return "127.0.0.1"
+	}
+	return c.cfg.Lab.OutsideAddr(0).String()
+}
+
+// start starts pc on a side of the lab (anywhere without one): its command
+// runs in that side's namespace and so does its readiness probe.
+func (c *Chain) startOn(ctx context.Context, side netlab.Side, pc demo.ProcessConfig) (*demo.Process, error) {
+	if lab := c.cfg.Lab; lab != nil {
+		cmd := lab.Command(side, pc.Path, pc.Args...)
+		pc.Path, pc.Args = cmd.Path, cmd.Args[1:]
+		if ready := pc.Ready; ready != nil {
+			pc.Ready = func(ctx context.Context) error {
+				return lab.Do(side, func() error { return ready(ctx) })
+			}
+		}
+	}
+	return demo.StartProcess(ctx, pc)
+}
+
+// InClient runs fn where the client runs (the lab's client side, or here):
+// a connection to its SOCKS port must be dialled there.
+func (c *Chain) InClient(fn func() error) error {
+	if c.cfg.Lab == nil {
+		return fn()
+	}
+	return c.cfg.Lab.Do(netlab.Client, fn)
+}
+
 func (c *Chain) start(ctx context.Context) error {
 	addrs, err := demo.FreeAddrs(3)
 	if err != nil {
 		return err
 	}
-	relayAddr, brokerAddr, probeAddr := addrs[0], addrs[1], addrs[2]
-	if c.Target, err = demo.StartTarget(c.cfg.FileSize); err != nil {
+	// A port free here is free in a lab's new namespace too.
+	onHost := func(addr string) string {
+		_, port, _ := strings.Cut(addr, ":")
+		return c.host() + ":" + port
+	}
+	relayAddr, brokerAddr, probeAddr := onHost(addrs[0]), onHost(addrs[1]), addrs[2]
+	startTarget := func() (err error) {
+		c.Target, err = demo.StartTarget(c.cfg.FileSize)
+		return err
+	}
+	if c.cfg.Lab != nil {
+		err = c.cfg.Lab.Do(netlab.Outside, startTarget)
+	} else {
+		err = startTarget()
+	}
+	if err != nil {
 		return err
 	}
 
@@ -152,7 +207,7 @@ func (c *Chain) start(ctx context.Context) error {
 	if err := os.MkdirAll(relayState, 0o700); err != nil {
 		return err
 	}
-	c.Relay, err = demo.StartProcess(ctx, demo.ProcessConfig{
+	c.Relay, err = c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
 		Name: "relay", Path: c.bin("relay"), LogPath: c.logPath("relay"),
 		Args: []string{"-disable-tls", "-unsafe-logging"},
 		Env: []string{
@@ -170,7 +225,7 @@ func (c *Chain) start(ctx context.Context) error {
 	}
 
 	c.natProbeURL = "http://" + probeAddr + "/probe"
-	c.NATProbe, err = demo.StartProcess(ctx, demo.ProcessConfig{
+	c.NATProbe, err = c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
 		Name: "natprobe", Path: c.cfg.Flurry.NATProbe, LogPath: c.logPath("natprobe"),
 		Args:  []string{"-disable-tls", "-addr", probeAddr, "-loopback-only", "-unsafe-logging"},
 		Ready: demo.TCPReady(probeAddr),
@@ -188,13 +243,19 @@ func (c *Chain) start(ctx context.Context) error {
 		return err
 	}
 	c.BrokerURL = "http://" + brokerAddr + "/"
-	c.Broker, err = demo.StartProcess(ctx, demo.ProcessConfig{
+	brokerReady := demo.HTTPReady(c.BrokerURL+"robots.txt", 200)
+	if c.cfg.Lab != nil {
+		// An HTTP client dials from goroutines of its own, which the
+		// lab's Do does not move into the outside.
+		brokerReady = demo.TCPReady(brokerAddr)
+	}
+	c.Broker, err = c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
 		Name: "broker", Path: c.bin("broker"), LogPath: c.logPath("broker"),
 		Args: []string{"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges,
-			"-allowed-relay-pattern", "^127.0.0.1$", "-poll-interval-filepath", pollPath,
+			"-allowed-relay-pattern", c.relayPattern(), "-poll-interval-filepath", pollPath,
 			"-disable-geoip", "-unsafe-logging"},
 		Dir:   c.cfg.Dir,
-		Ready: demo.HTTPReady(c.BrokerURL+"robots.txt", 200),
+		Ready: brokerReady,
 	})
 	if err != nil {
 		return err
@@ -217,7 +278,7 @@ func (c *Chain) start(ctx context.Context) error {
 		args = append(args, "-covertdtls-config", c.cfg.Covert)
 	}
 	clientLog := c.logPath("client")
-	c.Client, err = demo.StartProcess(ctx, demo.ProcessConfig{
+	c.Client, err = c.startOn(ctx, netlab.Client, demo.ProcessConfig{
 		Name: "client", Path: c.bin("client"), LogPath: clientLog, Args: args,
 		Env: []string{
 			"TOR_PT_MANAGED_TRANSPORT_VER=1",
@@ -234,6 +295,11 @@ func (c *Chain) start(ctx context.Context) error {
 		},
 	})
 	return err
+}
+
+// relayPattern is the relay host pattern the broker and proxies accept.
+func (c *Chain) relayPattern() string {
+	return "^" + regexp.QuoteMeta(c.host()) + "$"
 }
 
 // cmethodAddr finds the SOCKS address a PT client announced on stdout
@@ -264,7 +330,7 @@ func (c *Chain) StartProxy(ctx context.Context) (*demo.Process, error) {
 	name := fmt.Sprintf("proxy-%d", c.nextProxy)
 	args := []string{"-broker", c.BrokerURL, "-relay", c.RelayURL,
 		"-allow-non-tls-relay", "-allow-proxying-to-private-addresses",
-		"-allowed-relay-hostname-pattern", "^127.0.0.1$", "-keep-local-addresses",
+		"-allowed-relay-hostname-pattern", c.relayPattern(), "-keep-local-addresses",
 		"-nat-probe-server", c.natProbeURL, "-poll-interval", "2s",
 		"-summary-interval", "1h", "-unsafe-logging", "-verbose"}
 	if c.cfg.STUN != "" {
@@ -273,7 +339,7 @@ func (c *Chain) StartProxy(ctx context.Context) (*demo.Process, error) {
 	if c.cfg.Covert != "" {
 		args = append(args, "-covertdtls-config", c.cfg.Covert)
 	}
-	p, err := demo.StartProcess(ctx, demo.ProcessConfig{
+	p, err := c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
 		Name: name, Path: c.bin("proxy"), LogPath: c.logPath(name), Args: args,
 		ReadyTimeout: time.Minute,
 	})
