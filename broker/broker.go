@@ -210,7 +210,7 @@ func newBroker(cfg Config, extra event.Sink) (*Broker, error) {
 		buf := make([]byte, 0, smallBody)
 		return &buf
 	}
-	if err := b.startCluster(); err != nil {
+	if err := b.startCluster(set); err != nil {
 		return nil, err
 	}
 	v4, v6 := cfg.GeoIP.Table().Len()

@@ -30,25 +30,47 @@ func DefaultInstance() string {
 // A-Z a-z 0-9 . _ -.
 func ValidInstance(s string) bool { return cluster.ValidInstance(s) }
 
+// clusterConfig is the part of the cluster's configuration that comes
+// straight from c.
+func (c *Config) clusterConfig() cluster.Config {
+	return cluster.Config{
+		URL:       c.NATS,
+		CredsFile: c.NATSCreds,
+		NKeyFile:  c.NATSNKey,
+		TLSCAFile: c.NATSTLSCA,
+		Instance:  c.Instance,
+		MaxBudget: c.ClientTimeout,
+	}
+}
+
 // startCluster joins the brokers' cluster (Config.NATS) and hooks it to the
-// matcher. Without Config.NATS it does nothing.
-func (b *Broker) startCluster() error {
+// matcher. Without Config.NATS it does nothing. set says how exposed the
+// link is (settle refused an open one without NATSInsecure).
+func (b *Broker) startCluster(set *settings) error {
 	if b.cfg.NATS == "" {
 		return nil
+	}
+	switch set.natsExposure {
+	case cluster.Open:
+		b.cfg.Logger.Warn("INSECURE NATS LINK: plaintext to a remote server without credentials (NATSInsecure): anyone who reaches it can join the brokers, take clients' offers and answer them; use tls:// and credentials (docs/cluster.md)", "server", set.natsRemote)
+	case cluster.Readable:
+		b.cfg.Logger.Warn("plaintext NATS link to a remote server: clients' offers (their addresses) and proxies' answers can be read on the path; use tls:// or a NATS TLS CA (docs/cluster.md)", "server", set.natsRemote)
 	}
 	fps := make([]string, b.bridges.Len())
 	for i := range fps {
 		fps[i] = hex.EncodeToString(b.bridges.At(i).Fingerprint)
 	}
-	c, err := cluster.Start(cluster.Config{
-		URL:       b.cfg.NATS,
-		CredsFile: b.cfg.NATSCreds,
-		Instance:  b.cfg.Instance,
-		Bridges:   fps,
-		Local:     clusterLocal{b},
-		Registry:  b.stats.Registry(),
-		Logger:    b.cfg.Logger,
-	})
+	cc := b.cfg.clusterConfig()
+	cc.Bridges = fps
+	cc.Local = clusterLocal{b}
+	cc.Registry = b.stats.Registry()
+	cc.Logger = b.cfg.Logger
+	cc.CheckOffer = func(offer string) error {
+		_, err := checkOffer(offer)
+		return err
+	}
+	cc.CheckAnswer = checkAnswer
+	c, err := cluster.Start(cc)
 	if err != nil {
 		return errors.Join(errCluster, err)
 	}

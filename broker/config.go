@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/broker/internal/bridgelist"
+	"github.com/flurrypt/flurry/broker/internal/cluster"
 	"github.com/flurrypt/flurry/common/geoip"
 	"github.com/flurrypt/flurry/common/relaypattern"
 	"github.com/flurrypt/flurry/messages"
@@ -246,6 +247,19 @@ type Config struct {
 	// NATSCreds is a NATS credentials file (JWT and NKey seed) for NATS;
 	// empty for none.
 	NATSCreds string
+	// NATSNKey is a file holding a NATS user NKey seed; empty for none.
+	// Not with NATSCreds.
+	NATSNKey string
+	// NATSTLSCA is a PEM file of the CAs that sign the NATS servers'
+	// certificates; it makes the NATS link TLS whatever the URLs' scheme.
+	// Empty: TLS only with tls:// URLs, verified with the system's CAs.
+	NATSTLSCA string
+	// NATSInsecure accepts a plaintext NATS link (nats:// URLs and no
+	// NATSTLSCA) to a server that is not on loopback without credentials
+	// (NATSCreds, NATSNKey, or user:password@ or token@ in the URL): anyone
+	// who reaches that server could join the brokers' queue group, take
+	// clients' offers and answer them. Without it New refuses such a link.
+	NATSInsecure bool
 	// Instance names this broker in the cluster's metrics and logs: 1 to
 	// 64 of A-Z a-z 0-9 . _ -. Empty means DefaultInstance().
 	Instance string
@@ -260,6 +274,10 @@ type Config struct {
 type settings struct {
 	Config
 	allowed *relaypattern.Pattern // nil: AllowedRelayPattern empty
+	// natsExposure is how exposed the NATS link is, and natsRemote its
+	// first server not on loopback (cluster.Config.Exposure).
+	natsExposure cluster.Exposure
+	natsRemote   string
 }
 
 // settle fills in c's defaults, validates it and parses what needs parsing,
@@ -330,12 +348,23 @@ func (c Config) settle() (*settings, error) {
 		return nil, fmt.Errorf("%w: negative rate limit table size", ErrInvalidConfig)
 	case c.ReadHeaderTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0:
 		return nil, fmt.Errorf("%w: negative server timeout", ErrInvalidConfig)
-	case c.NATSCreds != "" && c.NATS == "":
-		return nil, fmt.Errorf("%w: NATS credentials without a NATS server", ErrInvalidConfig)
+	case (c.NATSCreds != "" || c.NATSNKey != "" || c.NATSTLSCA != "") && c.NATS == "":
+		return nil, fmt.Errorf("%w: NATS credentials or TLS CA without a NATS server", ErrInvalidConfig)
+	case c.NATSCreds != "" && c.NATSNKey != "":
+		return nil, fmt.Errorf("%w: %w: both a NATS credentials file and an NKey seed file", ErrInvalidConfig, errCluster)
 	case c.MetricsInterval < minMetricsInterval:
 		return nil, fmt.Errorf("%w: metrics interval %v is shorter than %v", ErrInvalidConfig, c.MetricsInterval, minMetricsInterval)
 	}
 	s := &settings{Config: c}
+	if c.NATS != "" {
+		var err error
+		if s.natsExposure, s.natsRemote, err = c.clusterConfig().Exposure(); err != nil {
+			return nil, fmt.Errorf("%w: %w: %w", ErrInvalidConfig, errCluster, err)
+		}
+		if s.natsExposure == cluster.Open && !c.NATSInsecure {
+			return nil, fmt.Errorf("%w: %w: plaintext NATS link to %s without credentials: use tls:// or a NATS TLS CA, or credentials (a creds or NKey seed file, or user:password@ in the URL); NATSInsecure accepts it", ErrInvalidConfig, errCluster, s.natsRemote)
+		}
+	}
 	if c.AllowedRelayPattern != "" {
 		p, err := relaypattern.Parse(c.AllowedRelayPattern)
 		if err != nil {

@@ -76,3 +76,10 @@ func (b *Broker) ClusterServer() string {
 func (b *Broker) FastListener(ln net.Listener, srv *http.Server) net.Listener {
 	return b.newListener(ln, nil, srv)
 }
+
+// CheckConfig fills in cfg's defaults and validates it as New does, without
+// starting anything (no NATS connection, no listener).
+func CheckConfig(cfg Config) error {
+	_, err := cfg.settle()
+	return err
+}

@@ -529,10 +529,8 @@ func (b *Broker) serveAnswer(w http.ResponseWriter, r *http.Request, addr netip.
 		b.reject(w, event.EndpointAnswer, event.ReasonMalformed, addr, http.StatusBadRequest, messageErrorText(err))
 		return
 	}
-	// Snowflake requires this too: an answer without candidates is useless
-	// to a client that does not trickle ICE.
-	if !strings.Contains(req.Answer, "a=candidate") {
-		b.reject(w, event.EndpointAnswer, event.ReasonMalformed, addr, http.StatusBadRequest, "answer has no ICE candidate")
+	if err := checkAnswer(req.Answer); err != nil {
+		b.reject(w, event.EndpointAnswer, event.ReasonMalformed, addr, http.StatusBadRequest, err.Error())
 		return
 	}
 	if proxyType, ok := b.match.Answer(req.Sid, req.Answer); ok {

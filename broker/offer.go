@@ -102,6 +102,20 @@ func checkOfferSDP(desc messages.SessionDescription) error {
 	return nil
 }
 
+// errAnswerCandidates: a proxy's answer without an ICE candidate, useless
+// to a client that does not trickle ICE (Snowflake refuses it too).
+var errAnswerCandidates = errors.New("answer has no ICE candidate")
+
+// checkAnswer checks a proxy's answer (already a valid session description
+// by messages) as POST /answer does before it reaches a client: it must
+// hold an ICE candidate. The error is a fixed text.
+func checkAnswer(answer string) error {
+	if !strings.Contains(answer, "a=candidate") {
+		return errAnswerCandidates
+	}
+	return nil
+}
+
 // candidateSection returns the media section pion reads ICE details from:
 // the one whose mid is the first of a=group:BUNDLE, else the first. s has at
 // least one.

@@ -103,8 +103,11 @@ func parseFlags(fs *flag.FlagSet, args []string, o *options) (broker.Config, err
 	fs.StringVar(&o.sqs.Region, "broker-sqs-region", "", "AWS region of -broker-sqs-name, e.g. us-east-1")
 	fs.StringVar(&o.sqsProfiles, "sqs-profiles", "", "comma-separated AWS shared-config profiles: one SQS reader per profile (empty: the SDK's default credentials)")
 	fs.StringVar(&o.sqs.Endpoint, "broker-sqs-endpoint", "", "SQS endpoint instead of AWS's, e.g. http://127.0.0.1:4100 (a local SQS-compatible server)")
-	fs.StringVar(&c.NATS, "nats", "", "join a cluster of brokers that act as one (docs/cluster.md): NATS server URL, or comma-separated URLs, e.g. nats://10.0.0.5:4222,nats://10.0.0.6:4222 (empty: standalone)")
+	fs.StringVar(&c.NATS, "nats", "", "join a cluster of brokers that act as one (docs/cluster.md): NATS server URL, or comma-separated URLs, e.g. tls://10.0.0.5:4222,tls://10.0.0.6:4222 (user:password@ in a URL: credentials; empty: standalone)")
 	fs.StringVar(&c.NATSCreds, "nats-creds", "", "NATS credentials file (JWT and NKey seed) for -nats")
+	fs.StringVar(&c.NATSNKey, "nats-nkey", "", "file holding a NATS user NKey seed for -nats (not with -nats-creds)")
+	fs.StringVar(&c.NATSTLSCA, "nats-tls-ca", "", "PEM file of the CAs of the NATS servers' certificates: TLS to -nats whatever the URLs' scheme")
+	fs.BoolVar(&c.NATSInsecure, "nats-insecure", false, "accept a plaintext -nats link (nats://, no -nats-tls-ca) to a server not on loopback without credentials; anyone reaching it could join the brokers and answer clients")
 	fs.StringVar(&c.Instance, "instance", broker.DefaultInstance(), "this broker's name in the cluster's metrics and logs (A-Z a-z 0-9 . _ -, at most 64)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-broker (-disable-tls | -cert FILE -key FILE | -acme-hostnames NAMES) [flags]\n\nA Snowflake-compatible rendezvous broker. See docs/broker.md.\n\nFlags:\n")

@@ -139,3 +139,14 @@ func TestACME(t *testing.T) {
 		t.Errorf("GET /robots.txt over TLS: %s %s, want 200 over HTTP/2", resp.Proto, resp.Status)
 	}
 }
+
+func TestNATSFlags(t *testing.T) {
+	c, _, err := parse(t, "-disable-tls", "-nats", "nats://192.0.2.1:4222", "-nats-nkey", "b.nk", "-nats-tls-ca", "ca.pem", "-nats-insecure")
+	if err != nil || c.NATS != "nats://192.0.2.1:4222" || c.NATSNKey != "b.nk" || c.NATSTLSCA != "ca.pem" || !c.NATSInsecure {
+		t.Fatalf("parsed: NATS %q NKey %q TLS CA %q insecure %v, %v", c.NATS, c.NATSNKey, c.NATSTLSCA, c.NATSInsecure, err)
+	}
+	c, _, err = parse(t, "-disable-tls", "-nats", "nats://127.0.0.1:4222")
+	if err != nil || c.NATSInsecure || c.NATSNKey != "" || c.NATSTLSCA != "" {
+		t.Fatalf("defaults: insecure %v NKey %q TLS CA %q, %v", c.NATSInsecure, c.NATSNKey, c.NATSTLSCA, err)
+	}
+}

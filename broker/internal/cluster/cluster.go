@@ -12,8 +12,12 @@
 // (answer.<hex sid>) until the answer arrives, so that an answer posted to
 // any other instance is forwarded to it.
 //
-// Every message is a Snowflake message (messages package) and is decoded
-// and validated like one from the network.
+// Every message from NATS is treated as if it came from the network: a
+// client poll is decoded by the messages package and its offer checked by
+// Config.CheckOffer (the broker's check of a client's offer), an answer
+// (forwarded or in a reply) is checked by Config.CheckAnswer, bodies are at
+// most messages.MaxBodySize, reply subjects must be inboxes and a budget is
+// capped at Config.MaxBudget.
 package cluster
 
 import (
@@ -51,8 +55,13 @@ const (
 	replyMargin = 100 * time.Millisecond
 	// minBudget is the least remaining budget worth a cross-instance try.
 	minBudget = 2 * replyMargin
-	// maxBudget bounds the budget a request may claim.
-	maxBudget = time.Minute
+	// maxBudgetDigits bounds the budget header (whole milliseconds).
+	maxBudgetDigits = 6
+	// maxReplySubject bounds a request's reply subject.
+	maxReplySubject = 256
+	// inboxPrefix starts every reply subject nats.go makes (the cluster
+	// sets no custom inbox prefix).
+	inboxPrefix = "_INBOX."
 	// maxAttempts bounds the requests per client poll: a request can reach
 	// an instance whose last proxy was taken a moment before (it then
 	// replies "no proxies" and the next request goes elsewhere).
@@ -73,7 +82,8 @@ const (
 // Errors of Rendezvous, besides the matcher's ErrNoProxies and ErrTimedOut.
 var (
 	// ErrInvalidConfig: Config.Instance is empty, too long or has
-	// characters outside [A-Za-z0-9._-], or Config.URL is empty.
+	// characters outside [A-Za-z0-9._-], Config.URL is empty or does not
+	// parse, Config.MaxBudget is not positive, or a check is missing.
 	ErrInvalidConfig = errors.New("invalid cluster config")
 )
 
@@ -99,6 +109,23 @@ type Config struct {
 	// CredsFile is a NATS credentials file (JWT and NKey seed); empty for
 	// none.
 	CredsFile string
+	// NKeyFile is a file holding a user NKey seed (the server lists the
+	// public key); empty for none. Not with CredsFile.
+	NKeyFile string
+	// TLSCAFile is a PEM file of the CAs that sign the NATS servers'
+	// certificates; it makes the link TLS whatever the URLs' scheme. Empty:
+	// TLS only with tls:// or wss:// URLs, verified with the system's CAs.
+	TLSCAFile string
+	// MaxBudget caps the time a client poll from another instance may
+	// hold a local proxy (the broker's client timeout), whatever the
+	// request claims. Required.
+	MaxBudget time.Duration
+	// CheckOffer checks a client poll's offer as the broker checks one
+	// that arrives over HTTP, before it goes to a local proxy. Required.
+	CheckOffer func(offer string) error
+	// CheckAnswer checks a proxy's answer as the broker checks one posted
+	// to it, before it goes to a client. Required.
+	CheckAnswer func(answer string) error
 	// Instance names this broker in metrics, logs and the NATS connection.
 	Instance string
 	// Bridges are the hex fingerprints of the bridge list, by index. Every
@@ -153,6 +180,17 @@ func Start(cfg Config) (*Cluster, error) {
 	if cfg.URL == "" {
 		return nil, fmt.Errorf("%w: no NATS URL", ErrInvalidConfig)
 	}
+	if _, _, err := cfg.Exposure(); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.MaxBudget <= 0:
+		return nil, fmt.Errorf("%w: budget cap %v", ErrInvalidConfig, cfg.MaxBudget)
+	case cfg.CheckOffer == nil || cfg.CheckAnswer == nil:
+		return nil, fmt.Errorf("%w: no offer or answer check", ErrInvalidConfig)
+	case cfg.CredsFile != "" && cfg.NKeyFile != "":
+		return nil, fmt.Errorf("%w: both a credentials file and an NKey seed file", ErrInvalidConfig)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -195,6 +233,16 @@ func Start(cfg Config) (*Cluster, error) {
 	}
 	if cfg.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+	}
+	if cfg.NKeyFile != "" {
+		o, err := nats.NkeyOptionFromSeed(cfg.NKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: NKey seed: %w", err)
+		}
+		opts = append(opts, o)
+	}
+	if cfg.TLSCAFile != "" {
+		opts = append(opts, nats.RootCAs(cfg.TLSCAFile))
 	}
 	nc, err := nats.Connect(cfg.URL, opts...)
 	if err != nil {
@@ -335,7 +383,7 @@ func (c *Cluster) take(msg *nats.Msg) {
 }
 
 func (c *Cluster) serve(msg *nats.Msg) {
-	req, budget, err := decodeRequest(msg)
+	req, budget, err := decodeRequest(msg, c.cfg.MaxBudget, c.cfg.CheckOffer)
 	if err != nil {
 		c.m.served.WithLabelValues(resultBad).Inc()
 		c.log.Debug("cluster: bad request from another instance", "err", err)
@@ -369,24 +417,52 @@ func (c *Cluster) reply(msg *nats.Msg, resp messages.ClientPollResponse) {
 	}
 }
 
-// decodeRequest validates a client poll from another instance and the
-// budget it carries.
-func decodeRequest(msg *nats.Msg) (messages.ClientPollRequest, time.Duration, error) {
-	if msg.Reply == "" {
-		return messages.ClientPollRequest{}, 0, errors.New("no reply subject")
+// decodeRequest validates a client poll from another instance as if it
+// came from the network: an inbox to reply to, a budget (capped at
+// maxBudget), a body of at most messages.MaxBodySize that decodes, and an
+// offer that checkOffer accepts.
+func decodeRequest(msg *nats.Msg, maxBudget time.Duration, checkOffer func(string) error) (messages.ClientPollRequest, time.Duration, error) {
+	if !validReply(msg.Reply) {
+		return messages.ClientPollRequest{}, 0, errors.New("reply subject is not an inbox")
 	}
-	budget, err := parseBudget(msg.Header.Get(budgetHeader))
+	budget, err := parseBudget(msg.Header.Get(budgetHeader), maxBudget)
 	if err != nil {
 		return messages.ClientPollRequest{}, 0, err
 	}
+	if len(msg.Data) > messages.MaxBodySize {
+		return messages.ClientPollRequest{}, 0, messages.ErrTooLarge
+	}
 	req, err := messages.DecodeClientPollRequest(msg.Data)
-	return req, budget, err
+	if err != nil {
+		return messages.ClientPollRequest{}, 0, err
+	}
+	if err := checkOffer(req.Offer); err != nil {
+		return messages.ClientPollRequest{}, 0, err
+	}
+	return req, budget, nil
 }
 
-// parseBudget parses the budget header: whole milliseconds, minBudget to
-// maxBudget.
-func parseBudget(s string) (time.Duration, error) {
-	if len(s) > 6 {
+// validReply reports whether s can be a reply subject: an inbox of
+// nats.go's (_INBOX.<tokens>), at most maxReplySubject bytes of printable
+// ASCII without wildcards. Anything else would make this instance publish
+// where a stranger chose.
+func validReply(s string) bool {
+	if len(s) <= len(inboxPrefix) || len(s) > maxReplySubject || !strings.HasPrefix(s, inboxPrefix) {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; c <= ' ' || c > '~' || c == '*' || c == '>' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseBudget parses the budget header: whole milliseconds, at least
+// minBudget, capped at maxBudget (an instance with a longer client timeout
+// gets this instance's, not an error).
+func parseBudget(s string, maxBudget time.Duration) (time.Duration, error) {
+	if len(s) > maxBudgetDigits {
 		return 0, errors.New("budget out of range")
 	}
 	ms, err := strconv.Atoi(s)
@@ -394,10 +470,10 @@ func parseBudget(s string) (time.Duration, error) {
 		return 0, errors.New("malformed budget")
 	}
 	d := time.Duration(ms) * time.Millisecond
-	if d < minBudget || d > maxBudget {
+	if d < minBudget {
 		return 0, errors.New("budget out of range")
 	}
-	return d, nil
+	return min(d, maxBudget), nil
 }
 
 // Rendezvous offers a client poll that found no local proxy to the other
@@ -421,7 +497,7 @@ func (c *Cluster) Rendezvous(ctx context.Context, req messages.ClientPollRequest
 	for range maxAttempts {
 		deadline, ok := ctx.Deadline()
 		if !ok {
-			deadline = time.Now().Add(maxBudget)
+			deadline = time.Now().Add(c.cfg.MaxBudget)
 		}
 		budget := time.Until(deadline)
 		if budget < minBudget {
@@ -429,7 +505,7 @@ func (c *Cluster) Rendezvous(ctx context.Context, req messages.ClientPollRequest
 		}
 		msg := nats.NewMsg(subj)
 		msg.Data = body
-		msg.Header.Set(budgetHeader, strconv.FormatInt(min(budget, maxBudget).Milliseconds(), 10))
+		msg.Header.Set(budgetHeader, strconv.FormatInt(min(budget, c.cfg.MaxBudget).Milliseconds(), 10))
 		reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
@@ -443,7 +519,7 @@ func (c *Cluster) Rendezvous(ctx context.Context, req messages.ClientPollRequest
 			c.m.requests.WithLabelValues(resultUnavailable).Inc()
 			return "", matcher.ErrNoProxies
 		}
-		resp, err := messages.DecodeClientPollResponse(reply.Data)
+		resp, err := decodeReply(reply.Data, c.cfg.CheckAnswer)
 		switch {
 		case err != nil:
 			c.m.requests.WithLabelValues(resultBad).Inc()
@@ -468,6 +544,25 @@ func (c *Cluster) Rendezvous(ctx context.Context, req messages.ClientPollRequest
 	return "", matcher.ErrNoProxies
 }
 
+// decodeReply validates another instance's reply to a client poll as if it
+// came from the network: at most messages.MaxBodySize, decoded by the
+// messages package, and an answer that checkAnswer accepts.
+func decodeReply(data []byte, checkAnswer func(string) error) (messages.ClientPollResponse, error) {
+	if len(data) > messages.MaxBodySize {
+		return messages.ClientPollResponse{}, messages.ErrTooLarge
+	}
+	resp, err := messages.DecodeClientPollResponse(data)
+	if err != nil {
+		return messages.ClientPollResponse{}, err
+	}
+	if resp.Answer != "" {
+		if err := checkAnswer(resp.Answer); err != nil {
+			return messages.ClientPollResponse{}, err
+		}
+	}
+	return resp, nil
+}
+
 // Matched makes this instance listen for session sid's answer on behalf of
 // the local client or other instance waiting for it, until release is
 // called (matcher.Hooks.Matched).
@@ -480,20 +575,31 @@ func (c *Cluster) Matched(sid string) (release func()) {
 	return func() { _ = s.Unsubscribe() }
 }
 
-// answered delivers an answer another instance forwarded.
+// answered delivers an answer another instance forwarded, once checked as
+// if it came from the network: at most messages.MaxBodySize, decoded by the
+// messages package, on its own session's subject, and accepted by
+// Config.CheckAnswer.
 func (c *Cluster) answered(msg *nats.Msg) {
-	if msg.Reply == "" {
+	if !validReply(msg.Reply) {
 		return
 	}
 	status := messages.StatusClientGone
-	req, err := messages.DecodeProxyAnswerRequest(msg.Data)
+	var (
+		req messages.ProxyAnswerRequest
+		err error
+	)
+	if len(msg.Data) > messages.MaxBodySize {
+		err = messages.ErrTooLarge
+	} else {
+		req, err = messages.DecodeProxyAnswerRequest(msg.Data)
+	}
 	switch {
 	case err != nil:
 		c.log.Debug("cluster: bad forwarded answer", "err", err)
 	case answerSubject(req.Sid) != msg.Subject:
 		c.log.Debug("cluster: forwarded answer on another session's subject")
-	case !strings.Contains(req.Answer, "a=candidate"):
-		c.log.Debug("cluster: forwarded answer without an ICE candidate") // as /answer refuses
+	case c.cfg.CheckAnswer(req.Answer) != nil:
+		c.log.Debug("cluster: forwarded answer refused as POST /answer refuses it")
 	case c.cfg.Local.Answer(req.Sid, req.Answer):
 		status = messages.StatusSuccess
 	}

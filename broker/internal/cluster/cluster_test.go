@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,17 +20,114 @@ func TestParseBudget(t *testing.T) {
 	}{
 		{"4900", 4900 * time.Millisecond, true},
 		{"200", 200 * time.Millisecond, true},
-		{"60000", time.Minute, true},
+		{"5000", 5 * time.Second, true},
+		// Capped at the client timeout, however much is claimed.
+		{"5001", 5 * time.Second, true},
+		{"60000", 5 * time.Second, true},
+		{"999999", 5 * time.Second, true},
 		{"199", 0, false},
-		{"60001", 0, false},
+		{"1000000", 0, false},
 		{"", 0, false},
 		{"-5", 0, false},
 		{"1e3", 0, false},
 		{"99999999999999999999", 0, false},
 	} {
-		got, err := parseBudget(tc.in)
+		got, err := parseBudget(tc.in, 5*time.Second)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parseBudget(%q) = %v, %v; want %v, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestValidReply(t *testing.T) {
+	for s, want := range map[string]bool{
+		"_INBOX.abc":                  true,
+		"_INBOX.abc.def":              true,
+		"_INBOX.":                     false,
+		"":                            false,
+		"flurry.broker.answer.00":     false,
+		"_INBOX.*":                    false,
+		"_INBOX.>":                    false,
+		"_INBOX.a b":                  false,
+		"_INBOX.a\x00":                false,
+		"_INBOX.a\x7f":                false,
+		"_INBOX." + string(rune(233)): false,
+		"_INBOX." + strings.Repeat("a", maxReplySubject-len(inboxPrefix)):   true,
+		"_INBOX." + strings.Repeat("a", maxReplySubject-len(inboxPrefix)+1): false,
+	} {
+		if validReply(s) != want {
+			t.Errorf("validReply(%q) = %v", s, !want)
+		}
+	}
+}
+
+// TestDecodeChecks: a request's offer and a reply's answer go through the
+// broker's checks, and a body over messages.MaxBodySize is refused.
+func TestDecodeChecks(t *testing.T) {
+	offer := `{"type":"offer","sdp":"v=0\r\na=candidate:1 1 udp 1 127.0.0.1 9 typ host\r\n"}`
+	body, err := messages.ClientPollRequest{Offer: offer, NAT: messages.NATRestricted}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuse := errors.New("refused")
+	msg := &nats.Msg{Subject: "flurry.broker.want.r.x", Reply: "_INBOX.x", Data: body, Header: nats.Header{}}
+	msg.Header.Set(budgetHeader, "4900")
+	if _, _, err := decodeRequest(msg, time.Second, func(string) error { return refuse }); !errors.Is(err, refuse) {
+		t.Errorf("offer check ignored: %v", err)
+	}
+	req, d, err := decodeRequest(msg, time.Second, func(string) error { return nil })
+	if err != nil || req.Offer != offer || d != time.Second {
+		t.Errorf("decodeRequest = %+v, %v, %v", req, d, err)
+	}
+	msg.Data = append(append([]byte{}, body...), make([]byte, messages.MaxBodySize)...)
+	if _, _, err := decodeRequest(msg, time.Second, func(string) error { return nil }); !errors.Is(err, messages.ErrTooLarge) {
+		t.Errorf("oversized request: %v", err)
+	}
+
+	answer := `{"type":"answer","sdp":"v=0\r\n"}`
+	reply, err := messages.ClientPollResponse{Answer: answer}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeReply(reply, func(string) error { return refuse }); !errors.Is(err, refuse) {
+		t.Errorf("answer check ignored: %v", err)
+	}
+	if resp, err := decodeReply(reply, func(string) error { return nil }); err != nil || resp.Answer != answer {
+		t.Errorf("decodeReply = %+v, %v", resp, err)
+	}
+	noProxies, err := messages.ClientPollResponse{Error: messages.StrNoProxies}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeReply(noProxies, func(string) error { return refuse }); err != nil {
+		t.Errorf("an error reply has no answer to check: %v", err)
+	}
+}
+
+func TestExposure(t *testing.T) {
+	for _, tc := range []struct {
+		cfg    Config
+		want   Exposure
+		remote string
+		ok     bool
+	}{
+		{Config{URL: "nats://127.0.0.1:4222"}, Protected, "", true},
+		{Config{URL: "nats://[::1]:4222,localhost"}, Protected, "", true},
+		{Config{URL: "nats://192.0.2.1:4222"}, Open, "192.0.2.1:4222", true},
+		{Config{URL: "127.0.0.1:4222,192.0.2.1"}, Open, "192.0.2.1", true},
+		{Config{URL: "nats://[::ffff:192.0.2.1]:4222"}, Open, "[::ffff:192.0.2.1]:4222", true},
+		{Config{URL: "nats://u:p@192.0.2.1:4222"}, Readable, "192.0.2.1:4222", true},
+		{Config{URL: "nats://192.0.2.1", CredsFile: "c"}, Readable, "192.0.2.1", true},
+		{Config{URL: "nats://192.0.2.1", NKeyFile: "k"}, Readable, "192.0.2.1", true},
+		{Config{URL: "tls://192.0.2.1"}, Protected, "192.0.2.1", true},
+		{Config{URL: "WSS://192.0.2.1"}, Protected, "192.0.2.1", true},
+		{Config{URL: "nats://192.0.2.1", TLSCAFile: "ca"}, Protected, "192.0.2.1", true},
+		{Config{URL: "http://127.0.0.1"}, Open, "", false},
+		{Config{URL: "nats://%zz"}, Open, "", false},
+	} {
+		got, remote, err := tc.cfg.Exposure()
+		if (err == nil) != tc.ok || got != tc.want || remote != tc.remote {
+			t.Errorf("Exposure(%q) = %v, %q, %v; want %v, %q, ok %v", tc.cfg.URL, got, remote, err, tc.want, tc.remote, tc.ok)
 		}
 	}
 }
@@ -56,7 +155,7 @@ func TestValidInstance(t *testing.T) {
 }
 
 // FuzzDecodeRequest: a client poll from another instance is validated
-// like one from the network, whatever the bytes and budget.
+// like one from the network, whatever the bytes, budget and reply subject.
 func FuzzDecodeRequest(f *testing.F) {
 	offer := `{"type":"offer","sdp":"v=0\r\na=candidate:1 1 udp 1 127.0.0.1 9 typ host\r\n"}`
 	body, err := messages.ClientPollRequest{Offer: offer, NAT: messages.NATRestricted, Fingerprint: messages.DefaultBridgeFingerprint}.Encode()
@@ -64,17 +163,20 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(body, "4900", "_INBOX.x")
+	f.Add(body, "60000", "_INBOX.x")
 	f.Add([]byte("1.0\n{}"), "0", "")
 	f.Add([]byte{}, "abc", "r")
+	const maxBudget = 5 * time.Second
 	f.Fuzz(func(t *testing.T, data []byte, budget, reply string) {
 		msg := &nats.Msg{Subject: "flurry.broker.want.r.x", Reply: reply, Data: data, Header: nats.Header{}}
 		msg.Header.Set(budgetHeader, budget)
-		req, d, err := decodeRequest(msg)
+		checked := false
+		req, d, err := decodeRequest(msg, maxBudget, func(string) error { checked = true; return nil })
 		if err != nil {
 			return
 		}
-		if d < minBudget || d > maxBudget || reply == "" {
-			t.Fatalf("accepted budget %v, reply %q", d, reply)
+		if d < minBudget || d > maxBudget || !validReply(reply) || !checked {
+			t.Fatalf("accepted budget %v, reply %q, offer checked %v", d, reply, checked)
 		}
 		if _, err := req.Encode(); err != nil {
 			t.Fatalf("accepted a request that does not encode: %v", err)
