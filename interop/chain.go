@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -299,7 +298,7 @@ func (c *Chain) start(ctx context.Context) error {
 
 // relayPattern is the relay host pattern the broker and proxies accept.
 func (c *Chain) relayPattern() string {
-	return "^" + regexp.QuoteMeta(c.host()) + "$"
+	return "^" + c.host() + "$"
 }
 
 // cmethodAddr finds the SOCKS address a PT client announced on stdout

@@ -45,9 +45,11 @@
 //	cookie(1+n, DTLS only) cipher_suites(2+n) compression_methods(1+n)
 //	extensions(2+n, each type(2) length(2) data)
 //
-// Only a ClientHello that arrives whole in one handshake fragment is
-// fingerprinted; a hello split into several fragments is not (none of the
-// pion, covert-dtls, Chromium or Firefox hellos the lab sees is).
+// dtls-ja4-block and dtls-allowlist put a ClientHello sent in several
+// handshake fragments back together (HelloReassembler), in one datagram or
+// across several, as a censor must to see Chromium's: with its ML-KEM key
+// share it does not fit one datagram. The fragments pass until the last
+// one, on which the flow is judged.
 //
 // # JA4
 //

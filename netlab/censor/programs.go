@@ -110,11 +110,19 @@ type dtlsJA4Block struct {
 	d     decoder
 	list  map[string]bool
 	delay time.Duration
-	flows *flowTable[time.Time] // when the flow's drop starts
+	flows *flowTable[ja4Flow]
+}
+
+// ja4Flow is what dtlsJA4Block knows of a flow: its hello so far, and once
+// judged, when its drop starts (zero: never).
+type ja4Flow struct {
+	hello   HelloReassembler
+	judged  bool
+	dropsAt time.Time
 }
 
 func newDTLSJA4Block(o Options) Program {
-	b := &dtlsJA4Block{list: map[string]bool{}, delay: o.BlockDelay, flows: newFlowTable[time.Time](o.MaxFlows, o.FlowIdle)}
+	b := &dtlsJA4Block{list: map[string]bool{}, delay: o.BlockDelay, flows: newFlowTable[ja4Flow](o.MaxFlows, o.FlowIdle)}
 	for _, j := range o.BlockJA4 {
 		b.list[strings.TrimSpace(j)] = true
 	}
@@ -129,14 +137,23 @@ func (b *dtlsJA4Block) Judge(now time.Time, dir Direction, pkt []byte) Verdict {
 		return Pass
 	}
 	k := p.key(dir)
-	at := b.flows.get(now, k)
-	if at != nil && !now.Before(*at) {
-		return Drop
-	}
-	if at == nil && maybeClientHello(p.payload) {
-		if j, ok := JA4OfDatagram(p.payload); ok && b.list[j] {
-			*b.flows.put(now, k) = now.Add(b.delay)
+	f := b.flows.get(now, k)
+	if f != nil && f.judged {
+		if !f.dropsAt.IsZero() && !now.Before(f.dropsAt) {
+			return Drop
 		}
+		return Pass
+	}
+	if !maybeClientHello(p.payload) {
+		return Pass
+	}
+	if f == nil {
+		f = b.flows.put(now, k)
+	}
+	h, ok := f.hello.Add(p.payload)
+	f.judged = ok || f.hello.Failed()
+	if ok && b.list[h.JA4()] {
+		f.dropsAt = now.Add(b.delay)
 	}
 	return Pass
 }
@@ -247,11 +264,19 @@ func matches2022(pl []byte) bool {
 type dtlsAllowlist struct {
 	d     decoder
 	allow map[string]bool
-	flows *flowTable[bool] // allowed
+	flows *flowTable[allowFlow]
+}
+
+// allowFlow is what dtlsAllowlist knows of a flow: its hello so far, and
+// once judged, whether it was allowed.
+type allowFlow struct {
+	hello   HelloReassembler
+	judged  bool
+	allowed bool
 }
 
 func newDTLSAllowlist(o Options) Program {
-	a := &dtlsAllowlist{allow: map[string]bool{}, flows: newFlowTable[bool](o.MaxFlows, o.FlowIdle)}
+	a := &dtlsAllowlist{allow: map[string]bool{}, flows: newFlowTable[allowFlow](o.MaxFlows, o.FlowIdle)}
 	for _, j := range o.AllowJA4 {
 		a.allow[strings.TrimSpace(j)] = true
 	}
@@ -266,19 +291,30 @@ func (a *dtlsAllowlist) Judge(now time.Time, dir Direction, pkt []byte) Verdict 
 		return Pass
 	}
 	k := p.key(dir)
-	if maybeClientHello(p.payload) {
-		j, ok := JA4OfDatagram(p.payload)
-		allowed := ok && a.allow[j]
-		*a.flows.put(now, k) = allowed
-		if !allowed {
-			return Drop
+	f := a.flows.get(now, k)
+	if f != nil && f.judged {
+		if f.allowed {
+			return Pass
 		}
+		return Drop
+	}
+	if !maybeClientHello(p.payload) {
+		return Drop
+	}
+	if f == nil {
+		f = a.flows.put(now, k)
+	}
+	// The fragments of a hello pass until the last one, which decides; a
+	// hello that cannot be put together is not allowed.
+	h, ok := f.hello.Add(p.payload)
+	if !ok && !f.hello.Failed() {
 		return Pass
 	}
-	if st := a.flows.get(now, k); st != nil && *st {
-		return Pass
+	f.judged, f.allowed = true, ok && a.allow[h.JA4()]
+	if !f.allowed {
+		return Drop
 	}
-	return Drop
+	return Pass
 }
 
 // udpBlock models networks that carry no UDP at all (many corporate and
