@@ -372,7 +372,7 @@ func TestNATPolicy(t *testing.T) {
 	c, err := client.New(client.Config{
 		BrokerURL:          broker.URL(),
 		LoopbackOnly:       true,
-		DataChannelTimeout: 300 * time.Millisecond,
+		DataChannelTimeout: 3 * time.Second, // far above the good proxy's time to open
 		RetryMin:           10 * time.Millisecond,
 		Events:             events,
 		Logger:             chaintest.Logger(t),
