@@ -153,7 +153,9 @@ func waitEvent(tb testing.TB, events <-chan client.Event, kind client.EventKind)
 	for {
 		select {
 		case e := <-events:
-			tb.Logf("event: %v", e)
+			if !chaintest.Quiet(tb) {
+				tb.Logf("event: %v", e)
+			}
 			if e.Kind == kind {
 				return e
 			}
