@@ -7,6 +7,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 1
+STRESSCOUNT ?= 20
 STATICCHECK_VERSION ?= v0.8.2
 DEADCODE_VERSION ?= v0.52.0
 GOVULNCHECK_VERSION ?= v1.9.0
@@ -18,13 +19,13 @@ VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help demo build test fmt-check vet race bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab snowflake-bins sidebyside
+.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab snowflake-bins sidebyside
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
 	@echo
-	@echo 'Variables: FUZZTIME=$(FUZZTIME) (per fuzz target), BENCHTIME=$(BENCHTIME), BENCHCOUNT=$(BENCHCOUNT), PKGS=$(PKGS)'
+	@echo 'Variables: FUZZTIME=$(FUZZTIME) (per fuzz target), BENCHTIME=$(BENCHTIME), BENCHCOUNT=$(BENCHCOUNT), STRESSCOUNT=$(STRESSCOUNT), PKGS=$(PKGS)'
 
 demo: ## Run the whole system on loopback and download a 20 MiB file through it (no flags, no internet, no root)
 	$(GO) run ./demo/cmd/flurry-demo
@@ -46,6 +47,9 @@ vet: ## go vet
 
 race: ## go test -race
 	$(GO) test -race -timeout 15m $(PKGS)
+
+stress: ## Before a release (not in CI: hours): every package's tests with -race -count=STRESSCOUNT, to shake out rare failures
+	$(GO) test -race -count=$(STRESSCOUNT) -timeout 3h $(PKGS)
 
 bench-smoke: ## Run every benchmark once (-benchtime=1x) so none can rot, and the allocation tests (without -race, which distorts them)
 	$(GO) test -run='Alloc' -bench=. -benchtime=1x -timeout 10m $(PKGS)

@@ -63,6 +63,8 @@ type Broker struct {
 	cluster  *cluster.Cluster        // nil without Config.NATS
 	// parkAfter: see defaultParkAfter (tests change it before serving).
 	parkAfter time.Duration
+	// acceptLogged is when a failed accept was last logged (UnixNano).
+	acceptLogged atomic.Int64
 }
 
 // defaultParkAfter is how long a proxy poll that can be parked (see

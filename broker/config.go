@@ -76,6 +76,11 @@ const (
 	// header and an idle keep-alive connection.
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
+	// DefaultMaxConnsPerAddr is how many connections one address (IPv6:
+	// one /64) may hold at once unless Config.MaxConnsPerAddr says: far
+	// above what the proxies and clients behind one NAT hold (each proxy
+	// holds one poll at a time), far below the file limit.
+	DefaultMaxConnsPerAddr = 512
 	// shutdownGrace is added to ClientTimeout for the default
 	// ShutdownTimeout: the clients in flight finish.
 	shutdownGrace = 5 * time.Second
@@ -117,6 +122,14 @@ type Config struct {
 	// outlast the longest long-poll.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
+	// MaxConnsPerAddr caps the connections one address (IPv4 address,
+	// IPv6 /64; the TCP peer's) holds at once on the rendezvous listener,
+	// whether in net/http, on the fast path or parked. One more is closed
+	// at accept, before it is read, and counted
+	// (flurry_broker_connections_refused_total). Zero means
+	// DefaultMaxConnsPerAddr; negative means no limit. RateLimitExempt
+	// prefixes are exempt, and DisableRateLimits turns it off.
+	MaxConnsPerAddr int
 	// ShutdownTimeout bounds the wait for the requests in flight when Run
 	// or Serve stops. Zero means ClientTimeout plus five seconds.
 	ShutdownTimeout time.Duration
@@ -307,6 +320,12 @@ func (c Config) settle() (*settings, error) {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxConnsPerAddr == 0 {
+		c.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
+	if c.MaxConnsPerAddr < 0 || c.DisableRateLimits {
+		c.MaxConnsPerAddr = -1
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = c.ClientTimeout + shutdownGrace

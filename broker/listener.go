@@ -5,8 +5,13 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
+
+	"github.com/flurrypt/flurry/broker/internal/stats"
+	"github.com/flurrypt/flurry/internal/peerlimit"
 )
 
 // Listener returns a listener to serve Handler on (with http.Server.Serve,
@@ -66,6 +71,9 @@ func (b *Broker) newListener(ln net.Listener, tlsConfig *tls.Config, srv *http.S
 
 		admission: newAdmission(),
 	}
+	if max := b.cfg.MaxConnsPerAddr; max > 0 {
+		l.peers = peerlimit.New(max)
+	}
 	go l.acceptLoop()
 	if srv != nil && tlsConfig == nil {
 		l.fast = newFastPath(l, srv)
@@ -86,8 +94,9 @@ type listener struct {
 	stopped  chan struct{}     // closed when acceptLoop returns
 	err      error             // why acceptLoop ended; read after stopped
 
-	admission *admission // of the connections Accept returns
-	fast      *fastPath  // nil: every connection goes to net/http
+	admission *admission         // of the connections Accept returns
+	peers     *peerlimit.Counter // connections per address; nil: no limit
+	fast      *fastPath          // nil: every connection goes to net/http
 
 	mu     sync.Mutex
 	queue  []net.Conn // connections for net/http not yet accepted
@@ -95,8 +104,10 @@ type listener struct {
 }
 
 type acceptResult struct {
-	c   net.Conn
-	err error
+	c       net.Conn
+	err     error
+	key     netip.Addr // c's key in peers
+	counted bool       // c holds a place in peers
 }
 
 // acceptLoop accepts ln's connections one at a time, each when Accept asks
@@ -105,7 +116,9 @@ func (l *listener) acceptLoop() {
 	defer close(l.stopped)
 	for {
 		c, err := l.inner.Accept()
+		r := acceptResult{c: c, err: err}
 		if err != nil {
+			l.b.acceptFailed(stats.ListenerRendezvous, err)
 			// A temporary error (out of file descriptors) goes to the
 			// server, which retries after a pause; any other ends the
 			// loop, and Accept returns it from then on.
@@ -114,12 +127,20 @@ func (l *listener) acceptLoop() {
 				l.err = err
 				return
 			}
+		} else if r.key, r.counted = l.admitPeer(c); r.key.IsValid() && !r.counted {
+			// The address holds its maximum: closed before it is read.
+			c.Close()
+			l.b.stats.ConnRefused()
+			continue
 		}
 		select {
-		case l.accepted <- acceptResult{c, err}:
+		case l.accepted <- r:
 		case <-l.done:
 			if c != nil {
 				c.Close()
+				if r.counted {
+					l.peers.Release(r.key)
+				}
 			}
 			return
 		}
@@ -165,7 +186,7 @@ func (l *listener) next(queue *[]net.Conn, returned chan struct{}, fresh bool) (
 			if r.err != nil {
 				return nil, r.err
 			}
-			return l.wrap(r.c), nil
+			return l.wrap(r), nil
 		case <-returned:
 		case <-l.stopped:
 			select {
@@ -180,9 +201,30 @@ func (l *listener) next(queue *[]net.Conn, returned chan struct{}, fresh bool) (
 	}
 }
 
+// admitPeer counts c against its address's limit. It returns c's key and
+// whether c was counted; an invalid key means c is not limited (no limit,
+// an exempt address, or no IP address).
+func (l *listener) admitPeer(c net.Conn) (netip.Addr, bool) {
+	if l.peers == nil {
+		return netip.Addr{}, false
+	}
+	t, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	addr, _ := netip.AddrFromSlice(t.IP)
+	if !addr.IsValid() || l.b.limits.isExempt(addr) {
+		return netip.Addr{}, false
+	}
+	key := peerlimit.Key(addr)
+	return key, l.peers.Acquire(key)
+}
+
 // wrap makes a new connection a parkConn, under TLS if configured.
-func (l *listener) wrap(c net.Conn) net.Conn {
-	pc := &parkConn{Conn: c, l: l}
+func (l *listener) wrap(r acceptResult) net.Conn {
+	c := r.c
+	pc := &parkConn{Conn: c, l: l, key: r.key}
+	pc.counted.Store(r.counted)
 	pc.sc, _ = c.(syscall.Conn)
 	if l.tls != nil {
 		return tls.Server(pc, l.tls)
@@ -268,6 +310,9 @@ type parkConn struct {
 	// admitSeq identifies the admission into net/http it holds (0: none);
 	// guarded by l.admission.mu.
 	admitSeq uint64
+
+	key     netip.Addr  // the key of its place in l.peers
+	counted atomic.Bool // it holds a place in l.peers, until Close
 }
 
 // parkAddr is the LocalAddr of a parkConn: the real address, marked.
@@ -290,9 +335,13 @@ func (c *parkConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close closes the connection and ends its admission into net/http.
+// Close closes the connection, ends its admission into net/http and
+// gives back its place in its address's count.
 func (c *parkConn) Close() error {
 	c.l.admission.release(c)
+	if c.counted.Swap(false) {
+		c.l.peers.Release(c.key)
+	}
 	return c.Conn.Close()
 }
 

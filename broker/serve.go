@@ -11,8 +11,10 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/flurrypt/flurry/broker/internal/stats"
 	"github.com/flurrypt/flurry/common/geoip"
 	"github.com/flurrypt/flurry/internal/httplog"
 	"github.com/flurrypt/flurry/internal/httpserve"
@@ -75,7 +77,7 @@ func (b *Broker) serve(ctx context.Context, ln, mln net.Listener) error {
 	listeners := []net.Listener{b.newListener(ln, b.cfg.TLSConfig, srv)}
 	if mln != nil {
 		servers = append(servers, b.newServer(b.PrometheusHandler(), serverSlack))
-		listeners = append(listeners, mln)
+		listeners = append(listeners, countingListener{mln, b, stats.ListenerMetrics})
 		b.cfg.Logger.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	// The servers stop after Close, which answers the parked polls.
@@ -193,4 +195,46 @@ func (b *Broker) Reload() {
 	if err := b.ReloadPollIntervals(); err != nil {
 		b.cfg.Logger.Error("reload: poll intervals not reloaded", "err", err)
 	}
+}
+
+// acceptLogInterval is the least time between two logs of failed accepts:
+// out of file descriptors, a listener fails every accept, and the server
+// retries within a second.
+const acceptLogInterval = 10 * time.Second
+
+// acceptFailed counts a failed accept on listener (stats.ListenerRendezvous
+// or stats.ListenerMetrics) and logs it, at most once per
+// acceptLogInterval for all listeners.
+func (b *Broker) acceptFailed(listener string, err error) {
+	if errors.Is(err, net.ErrClosed) {
+		return // closed: shutting down
+	}
+	noFiles := errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+	b.stats.AcceptFailed(listener, noFiles)
+	now := time.Now().UnixNano()
+	last := b.acceptLogged.Load()
+	if last != 0 && now-last < int64(acceptLogInterval) || !b.acceptLogged.CompareAndSwap(last, now) {
+		return
+	}
+	if noFiles {
+		b.cfg.Logger.Warn("out of file descriptors: new connections wait in the kernel's queue; raise the file limit (LimitNOFILE, ulimit -n) or lower -max-conns-per-addr",
+			"listener", listener, "log_interval", acceptLogInterval)
+		return
+	}
+	b.cfg.Logger.Warn("accept failed", "listener", listener, "err", err, "log_interval", acceptLogInterval)
+}
+
+// countingListener counts and logs its failed accepts (Broker.acceptFailed).
+type countingListener struct {
+	net.Listener
+	b    *Broker
+	name string
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		l.b.acceptFailed(l.name, err)
+	}
+	return c, err
 }

@@ -153,7 +153,9 @@ func waitEvent(tb testing.TB, events <-chan client.Event, kind client.EventKind)
 	for {
 		select {
 		case e := <-events:
-			tb.Logf("event: %v", e)
+			if !chaintest.Quiet(tb) {
+				tb.Logf("event: %v", e)
+			}
 			if e.Kind == kind {
 				return e
 			}
@@ -372,7 +374,7 @@ func TestNATPolicy(t *testing.T) {
 	c, err := client.New(client.Config{
 		BrokerURL:          broker.URL(),
 		LoopbackOnly:       true,
-		DataChannelTimeout: 300 * time.Millisecond,
+		DataChannelTimeout: 3 * time.Second, // far above the good proxy's time to open
 		RetryMin:           10 * time.Millisecond,
 		Events:             events,
 		Logger:             chaintest.Logger(t),

@@ -20,6 +20,7 @@ import (
 	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/sdp"
 	"github.com/flurrypt/flurry/common/webrtcnet"
+	"github.com/flurrypt/flurry/internal/peerlimit"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -90,12 +91,12 @@ type Server struct {
 	api *webrtc.API
 	sem chan struct{}
 	wg  sync.WaitGroup
-	mu  sync.Mutex // guards open, perIP and the wg.Add that follows the check
+	mu  sync.Mutex // guards open and the wg.Add that follows the check
 	// closing ends when Close is called: the probes in progress stop.
 	closing context.Context
 	close   context.CancelFunc
-	open    bool                 // false once closed
-	perIP   map[netip.Prefix]int // probes in progress per address
+	open    bool               // false once closed
+	peers   *peerlimit.Counter // probes in progress per address
 }
 
 // settings are a Config with its defaults filled in and validated.
@@ -178,7 +179,7 @@ func New(c Config) (*Server, error) {
 		closing: closing,
 		close:   closeFn,
 		open:    true,
-		perIP:   make(map[netip.Prefix]int),
+		peers:   peerlimit.New(cfg.MaxPerAddress),
 	}, nil
 }
 
@@ -203,23 +204,18 @@ func (s *Server) Close() error {
 
 // track registers one probe goroutine from peer unless the server is
 // closed or peer has MaxPerAddress probes in progress; untrack undoes it.
-func (s *Server) track(peer netip.Prefix) bool {
+func (s *Server) track(peer netip.Addr) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.open || s.perIP[peer] >= s.cfg.MaxPerAddress {
+	if !s.open || !s.peers.Acquire(peer) {
 		return false
 	}
-	s.perIP[peer]++
 	s.wg.Add(1)
 	return true
 }
 
-func (s *Server) untrack(peer netip.Prefix) {
-	s.mu.Lock()
-	if s.perIP[peer]--; s.perIP[peer] <= 0 {
-		delete(s.perIP, peer)
-	}
-	s.mu.Unlock()
+func (s *Server) untrack(peer netip.Addr) {
+	s.peers.Release(peer)
 	s.wg.Done()
 }
 
@@ -261,7 +257,7 @@ func (s *Server) serveProbe(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
-	peer := peerPrefix(r.RemoteAddr)
+	peer := peerOf(r.RemoteAddr)
 	if !s.track(peer) {
 		<-s.sem
 		w.WriteHeader(http.StatusServiceUnavailable)

@@ -225,17 +225,17 @@ func TestProbeLimitPerAddress(t *testing.T) {
 	hs.Close()
 }
 
-func TestPeerPrefix(t *testing.T) {
+func TestPeerOf(t *testing.T) {
 	tests := []struct{ remote, want string }{
-		{"192.0.2.1:443", "192.0.2.1/32"},
-		{"[::ffff:192.0.2.1]:443", "192.0.2.1/32"},
-		{"[2001:db8:1:2:3:4:5:6]:443", "2001:db8:1:2::/64"},
-		{"[fe80::1%eth0]:443", "fe80::/64"},
-		{"nonsense", "invalid Prefix"},
+		{"192.0.2.1:443", "192.0.2.1"},
+		{"[::ffff:192.0.2.1]:443", "192.0.2.1"},
+		{"[2001:db8:1:2:3:4:5:6]:443", "2001:db8:1:2::"},
+		{"[fe80::1%eth0]:443", "fe80::"},
+		{"nonsense", "invalid IP"},
 	}
 	for _, tt := range tests {
-		if got := peerPrefix(tt.remote).String(); got != tt.want {
-			t.Errorf("peerPrefix(%q) = %s, want %s", tt.remote, got, tt.want)
+		if got := peerOf(tt.remote).String(); got != tt.want {
+			t.Errorf("peerOf(%q) = %s, want %s", tt.remote, got, tt.want)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package natprobe
 import (
 	"net"
 	"net/netip"
+
+	"github.com/flurrypt/flurry/internal/peerlimit"
 )
 
 func addrFromIP(ip net.IP) netip.Addr {
@@ -10,18 +12,13 @@ func addrFromIP(ip net.IP) netip.Addr {
 	return a.Unmap()
 }
 
-// peerPrefix is the key of a peer's per-address limit: its IPv4 address,
-// or the /64 of its IPv6 address (one subscriber's usual allocation). An
-// address that does not parse (never from net/http) shares one key.
-func peerPrefix(remoteAddr string) netip.Prefix {
+// peerOf is the key of a peer's per-address limit (peerlimit.Key): its
+// IPv4 address, or its IPv6 /64. An address that does not parse (never
+// from net/http) shares the zero key.
+func peerOf(remoteAddr string) netip.Addr {
 	ap, err := netip.ParseAddrPort(remoteAddr)
 	if err != nil {
-		return netip.Prefix{}
+		return netip.Addr{}
 	}
-	a := ap.Addr().Unmap()
-	if a.Is4() {
-		return netip.PrefixFrom(a, 32)
-	}
-	p, _ := a.WithZone("").Prefix(64)
-	return p
+	return peerlimit.Key(ap.Addr())
 }

@@ -100,7 +100,7 @@ func TestInactivityTimeout(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	h := newRecordHandler()
 	e := startE2E(t, func(c *Config) {
-		c.InactivityTimeout = 400 * time.Millisecond
+		c.InactivityTimeout = 2 * time.Second
 		c.Logger = slog.New(h)
 	})
 	_, rwc, rc := e.connect(t, e.relay.url())

@@ -385,7 +385,7 @@ func TestSessionFailuresReleaseSlot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := startE2E(t, func(c *Config) { c.DataChannelTimeout = 300 * time.Millisecond })
+			e := startE2E(t, func(c *Config) { c.DataChannelTimeout = 3 * time.Second })
 			status := messages.StatusSuccess
 			if tt.answer != "" {
 				status = tt.answer

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/internal/clientaddr"
+	"github.com/flurrypt/flurry/internal/peerlimit"
 )
 
 // This file is the relay's admission control: what one peer address may
@@ -24,14 +25,7 @@ var errSessionRefused = errors.New("session refused")
 
 // peerKey is the key of addr's budget: the address itself for IPv4, its
 // /64 for IPv6 (one host usually owns a whole /64).
-func peerKey(addr netip.Addr) netip.Addr {
-	addr = addr.Unmap()
-	if addr.Is6() {
-		p, _ := addr.Prefix(64)
-		return p.Addr()
-	}
-	return addr
-}
+func peerKey(addr netip.Addr) netip.Addr { return peerlimit.Key(addr) }
 
 // peerBudget is what one peer key holds. It is kept small: in a relay
 // whose proxies each hold one carrier (the common case), there is one per

@@ -239,7 +239,7 @@ func TestMalformedFirstPacketStartsNoSession(t *testing.T) {
 
 func TestStreamlessSessionReclaimed(t *testing.T) {
 	target := echoServer(t)
-	r, wsURL := startRelay(t, Config{ForwardAddr: target, SessionOpenTimeout: 50 * time.Millisecond})
+	r, wsURL := startRelay(t, Config{ForwardAddr: target, SessionOpenTimeout: time.Second})
 
 	// An honest client whose carrier goes away keeps its session.
 	pconn := newTestPacketConn(turbotunnel.NewClientID())
@@ -439,7 +439,7 @@ func TestFloodWithHonestDownload(t *testing.T) {
 	src := sourceServer(t, size, 42)
 	r, wsURL := startRelay(t, Config{
 		ForwardAddr: src, NewSessionRate: 2, NewSessionBurst: 20,
-		SessionOpenTimeout: 200 * time.Millisecond,
+		SessionOpenTimeout: 2 * time.Second,
 	})
 
 	pconn := newTestPacketConn(turbotunnel.NewClientID())

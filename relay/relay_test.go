@@ -194,7 +194,7 @@ func TestHandshakeFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, wsURL := startRelay(t, Config{ForwardAddr: "127.0.0.1:1", TokenTimeout: 200 * time.Millisecond})
+			r, wsURL := startRelay(t, Config{ForwardAddr: "127.0.0.1:1", TokenTimeout: time.Second})
 			if tt.reason == failEOF {
 				// A clean close before any data, e.g. a proxy's probe:
 				// send the close frame, then wait for the relay to

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +29,8 @@ import (
 // ChromiumPath is Debian's chromium.
 const ChromiumPath = "/usr/bin/chromium"
 
-// New starts a headless chromium with a fresh profile and returns a tab
+// New starts a headless chromium with a fresh profile (removed when the
+// test ends, with every temporary file the browser made) and returns a tab
 // context, and a function returning every problem seen so far (console API
 // calls, exceptions, error- and warning-level log entries, dialogs). The
 // browser stops when the test ends. New skips the test when chromium is
@@ -37,6 +39,18 @@ func New(t *testing.T, flags ...chromedp.ExecAllocatorOption) (context.Context, 
 	t.Helper()
 	if _, err := os.Stat(ChromiumPath); err != nil {
 		testenv.Missing(t, "skipping the browser test: %s is not installed (apt-get install chromium): %v", ChromiumPath, err)
+	}
+	// Everything the browser writes stays in the test's directory, which
+	// the test removes after the browser has exited (its cleanup was
+	// registered first, so it runs last): the profile, and TMPDIR, where
+	// Chromium makes its singleton directory (org.chromium.Chromium.*),
+	// which it removes only on a clean exit, and the test kills it.
+	dir := t.TempDir()
+	profile, tmp := filepath.Join(dir, "profile"), filepath.Join(dir, "tmp")
+	for _, d := range []string{profile, tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	t.Cleanup(cancel)
@@ -50,7 +64,8 @@ func New(t *testing.T, flags ...chromedp.ExecAllocatorOption) (context.Context, 
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile), // else chromedp makes one in os.TempDir
+		chromedp.Env("TMPDIR=" + tmp),
 		chromedp.WindowSize(1100, 900),
 	}, flags...)
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,11 +45,29 @@ func (ch *Chain) StartProxy(tb testing.TB, name string) *Proxy {
 	return StartProxy(tb, name, ch.BrokerURL, ch.RelayURL)
 }
 
-// Logger logs to tb (shown for failing tests or with -v). pion runs
-// state-change callbacks on goroutines of its own that may log after the
-// test has returned; testing panics on such a Log, so once the test's
-// cleanup has begun the logger drops lines instead.
+// LogEnv names the environment variable that, set to 1, makes Logger log
+// in benchmarks too.
+const LogEnv = "FLURRY_TEST_LOG"
+
+// Quiet reports whether tb is a benchmark whose log would be printed
+// unasked: neither -test.v nor LogEnv=1 is given. A benchmark's log is
+// always printed, even when it passes.
+func Quiet(tb testing.TB) bool {
+	_, bench := tb.(*testing.B)
+	return bench && !testing.Verbose() && os.Getenv(LogEnv) != "1"
+}
+
+// Logger logs at debug level to tb, where a test's lines are shown only
+// when it fails or with -v. A benchmark's log is always printed, so in a
+// benchmark Logger discards unless -test.v is given or LogEnv is 1: make
+// bench-smoke stays quiet. pion runs state-change callbacks on goroutines
+// of its own that may log after the test has returned; testing panics on
+// such a Log, so once the test's cleanup has begun the logger drops lines
+// instead.
 func Logger(tb testing.TB) *slog.Logger {
+	if Quiet(tb) {
+		return slog.New(slog.DiscardHandler)
+	}
 	w := &tbWriter{tb: tb}
 	tb.Cleanup(func() {
 		w.mu.Lock()

@@ -13,7 +13,8 @@ const metricPrefix = "flurry_broker_"
 // descs are the Recorder's metric descriptions.
 type descs struct {
 	proxyPolls, relayPolls, relayRejections, answers, unanswered, proxyIPs,
-	untrackedIPs, available, clientPolls, rateLimited, rejected, durations *prometheus.Desc
+	untrackedIPs, available, clientPolls, rateLimited, rejected, durations,
+	connsRefused, acceptErrors *prometheus.Desc
 }
 
 func newDescs() descs {
@@ -54,6 +55,12 @@ func newDescs() descs {
 		rejected: d("rejected_requests_total",
 			"Requests refused before they could be understood, by endpoint and reason"+rounded,
 			"endpoint", "reason"),
+		connsRefused: d("connections_refused_total",
+			"Connections closed at accept, by reason (addr_limit: the address, IPv6 /64, held -max-conns-per-addr connections)"+rounded,
+			"reason"),
+		acceptErrors: d("accept_errors_total",
+			"Failed accepts, by listener (rendezvous, metrics) and error (no_files: out of file descriptors, EMFILE or ENFILE; other)"+rounded,
+			"listener", "error"),
 		durations: d("request_duration_seconds",
 			"Time to answer a request, by endpoint (bucket counts and count rounded up to a multiple of 8)",
 			"endpoint"),
@@ -64,7 +71,8 @@ func newDescs() descs {
 func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
 	d := &r.descs
 	for _, desc := range []*prometheus.Desc{d.proxyPolls, d.relayPolls, d.relayRejections, d.answers, d.unanswered,
-		d.proxyIPs, d.untrackedIPs, d.available, d.clientPolls, d.rateLimited, d.rejected, d.durations} {
+		d.proxyIPs, d.untrackedIPs, d.available, d.clientPolls, d.rateLimited, d.rejected, d.durations,
+		d.connsRefused, d.acceptErrors} {
 		ch <- desc
 	}
 }
@@ -92,6 +100,8 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 	c.untrackedIPs = r.untrackedIPs
 	c.rateLimited = r.rateLimited
 	c.rejected = r.rejected
+	c.connsRefused = r.connsRefused
+	c.acceptErrors = r.acceptErrors
 	c.durations = r.durations
 	c.proxyIPs = make([]proxyIPCount, 0, len(r.proxyIPs))
 	for k, n := range r.proxyIPs {
@@ -125,6 +135,8 @@ type collected struct {
 	untrackedIPs    uint64
 	rateLimited     [numEndpoints]uint64
 	rejected        [numEndpoints][numReasons]uint64
+	connsRefused    uint64
+	acceptErrors    [numListeners][2]uint64
 	durations       [numEndpoints]histogram
 	proxyIPs        []proxyIPCount
 	clientPolls     []clientCount
@@ -159,6 +171,11 @@ func (c *collected) emit(ch chan<- prometheus.Metric, d *descs) {
 	}
 	for _, p := range c.clientPolls {
 		counter(ch, d.clientPolls, p.n, p.k.n.String(), p.k.s.String(), p.k.m.String(), p.k.cc)
+	}
+	counter(ch, d.connsRefused, c.connsRefused, "addr_limit")
+	for l, name := range listenerNames {
+		counter(ch, d.acceptErrors, c.acceptErrors[l][0], name, "no_files")
+		counter(ch, d.acceptErrors, c.acceptErrors[l][1], name, "other")
 	}
 	for e := range endpointIdx(numEndpoints) {
 		es := e.String()

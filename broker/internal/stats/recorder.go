@@ -83,6 +83,8 @@ type Recorder struct {
 	clientPolls     map[clientKey]uint64
 	rateLimited     [numEndpoints]uint64
 	rejected        [numEndpoints][numReasons]uint64
+	connsRefused    uint64
+	acceptErrors    [numListeners][2]uint64 // [out of descriptors, other]
 	durations       [numEndpoints]histogram
 	minutes         ring
 	hours           ring
@@ -290,6 +292,43 @@ func (r *Recorder) RateLimited(endpoint string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rateLimited[e]++
+}
+
+// The listeners of AcceptFailed: the rendezvous listener, and the metrics
+// listener (Config.MetricsAddr).
+const (
+	ListenerRendezvous = "rendezvous"
+	ListenerMetrics    = "metrics"
+)
+
+const numListeners = 2
+
+var listenerNames = [numListeners]string{ListenerRendezvous, ListenerMetrics}
+
+// ConnRefused records a connection closed at accept because its address
+// held the most connections allowed.
+func (r *Recorder) ConnRefused() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.connsRefused++
+}
+
+// AcceptFailed records a failed accept on listener (ListenerRendezvous or
+// ListenerMetrics; another name counts as the rendezvous listener);
+// noFiles tells that the process or system was out of file descriptors
+// (EMFILE, ENFILE).
+func (r *Recorder) AcceptFailed(listener string, noFiles bool) {
+	l := 0
+	if listener == ListenerMetrics {
+		l = 1
+	}
+	kind := 1
+	if noFiles {
+		kind = 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.acceptErrors[l][kind]++
 }
 
 // RequestRejected records a request to endpoint refused before it could be

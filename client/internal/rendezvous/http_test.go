@@ -2,6 +2,7 @@ package rendezvous
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -237,6 +238,7 @@ func TestExchangeErrors(t *testing.T) {
 		name    string
 		handler func(release <-chan struct{}) http.HandlerFunc // release unblocks a hanging handler
 		want    error                                          // nil: success
+		timeout time.Duration                                  // HTTPConfig.Timeout; zero: a minute
 	}{
 		{name: "exactly the limit", handler: always(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(big) })},
 		{name: "one byte over", handler: always(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(append(big, 'a')) }), want: ErrResponseTooLarge},
@@ -252,7 +254,7 @@ func TestExchangeErrors(t *testing.T) {
 				case <-release:
 				}
 			}
-		}, want: context.DeadlineExceeded},
+		}, want: context.DeadlineExceeded, timeout: 300 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,7 +267,7 @@ func TestExchangeErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rt.(*http.Transport).CloseIdleConnections()
-			h, err := NewHTTP(HTTPConfig{Broker: mustURL(t, ParseBrokerURL, srv.URL), Transport: rt, Timeout: 300 * time.Millisecond})
+			h, err := NewHTTP(HTTPConfig{Broker: mustURL(t, ParseBrokerURL, srv.URL), Transport: rt, Timeout: cmp.Or(tt.timeout, time.Minute)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -62,13 +62,14 @@ func newTestRendezvous(t testing.TB, timeout time.Duration) (*Rendezvous, *sqste
 
 // fakeBroker plays the broker's side on srv once: it takes the request
 // from the broker queue, checks it, and (if reply) creates the client
-// queue (if create) and sends reply. It returns the ClientID it saw.
-func fakeBroker(t testing.TB, srv *sqstest.Server, create bool, reply string) <-chan string {
+// queue (if create) and sends reply. It returns the ClientID it saw, or ""
+// if ctx ended before the request came.
+func fakeBroker(ctx context.Context, t testing.TB, srv *sqstest.Server, create bool, reply string) <-chan string {
 	t.Helper()
 	ch := make(chan string, 1)
 	go func() {
 		var msg sqstest.Message
-		err := srv.WaitUntil(context.Background(), func() bool {
+		err := srv.WaitUntil(ctx, func() bool {
 			m, _ := srv.Messages(testBrokerQueue)
 			if len(m) == 0 {
 				return false
@@ -147,7 +148,7 @@ func TestParseRegion(t *testing.T) {
 
 func TestExchange(t *testing.T) {
 	r, srv := newTestRendezvous(t, 20*time.Second)
-	ids := fakeBroker(t, srv, true, testAnswer)
+	ids := fakeBroker(context.Background(), t, srv, true, testAnswer)
 	got, err := r.Exchange(context.Background(), []byte(testRequest))
 	if err != nil {
 		t.Fatal(err)
@@ -225,58 +226,97 @@ func TestExchangeFreshClientIDs(t *testing.T) {
 func TestExchangeErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		// setup prepares srv before the exchange and may start a broker.
-		setup   func(t testing.TB, srv *sqstest.Server) <-chan string
+		// setup prepares srv before the exchange and may start a broker,
+		// which stops when ctx ends.
+		setup func(ctx context.Context, t testing.TB, srv *sqstest.Server) <-chan string
+		// timeout is Config.Timeout: long, unless its expiry is what the
+		// case checks.
+		timeout time.Duration
+		// giveUp, if set, reports when the caller gives up (cancels the
+		// exchange); it is called after every change of srv's state.
+		giveUp  func(srv *sqstest.Server) bool
 		wantErr error // nil: any error that is not ErrNoAnswer
 		keep    bool  // the client queue may remain (made after the client gave up)
 	}{
 		{
-			// Snowflake: GetQueueUrl fails 5 times, then an error.
-			name:    "client queue never created",
-			setup:   func(t testing.TB, srv *sqstest.Server) <-chan string { return fakeBroker(t, srv, false, "") },
+			// Snowflake: GetQueueUrl fails 5 times, then an error. The
+			// queue never comes, so the exchange ends at its timeout,
+			// however long each step takes.
+			name: "client queue never created",
+			setup: func(ctx context.Context, t testing.TB, srv *sqstest.Server) <-chan string {
+				return fakeBroker(ctx, t, srv, false, "")
+			},
+			timeout: 300 * time.Millisecond,
 			wantErr: ErrNoAnswer,
 		},
 		{
-			// Snowflake returns an empty answer here (item 24).
-			name:    "no answer",
-			setup:   func(t testing.TB, srv *sqstest.Server) <-chan string { return fakeBroker(t, srv, true, "") },
+			// Snowflake returns an empty answer here (item 24). The caller
+			// gives up once the client is waiting on its queue.
+			name: "no answer",
+			setup: func(ctx context.Context, t testing.TB, srv *sqstest.Server) <-chan string {
+				return fakeBroker(ctx, t, srv, true, "")
+			},
+			giveUp:  func(srv *sqstest.Server) bool { return srv.Calls("ReceiveMessage") > 0 },
 			wantErr: ErrNoAnswer,
 		},
 		{
 			name: "GetQueueUrl fails",
-			setup: func(t testing.TB, srv *sqstest.Server) <-chan string {
+			setup: func(ctx context.Context, t testing.TB, srv *sqstest.Server) <-chan string {
 				srv.Fail("GetQueueUrl", -1)
-				return fakeBroker(t, srv, true, testAnswer)
+				return fakeBroker(ctx, t, srv, true, testAnswer)
 			},
 			keep: true,
 		},
 		{
 			name: "ReceiveMessage fails",
-			setup: func(t testing.TB, srv *sqstest.Server) <-chan string {
+			setup: func(ctx context.Context, t testing.TB, srv *sqstest.Server) <-chan string {
 				srv.Fail("ReceiveMessage", -1)
-				return fakeBroker(t, srv, true, testAnswer)
+				return fakeBroker(ctx, t, srv, true, testAnswer)
 			},
 		},
 		{
 			name: "SendMessage fails",
-			setup: func(t testing.TB, srv *sqstest.Server) <-chan string {
+			setup: func(ctx context.Context, t testing.TB, srv *sqstest.Server) <-chan string {
 				srv.Fail("SendMessage", -1)
 				return nil
 			},
 		},
 		{
 			name: "answer too large",
-			setup: func(t testing.TB, srv *sqstest.Server) <-chan string {
-				return fakeBroker(t, srv, true, strings.Repeat("a", MaxResponseSize+1))
+			setup: func(ctx context.Context, t testing.TB, srv *sqstest.Server) <-chan string {
+				return fakeBroker(ctx, t, srv, true, strings.Repeat("a", MaxResponseSize+1))
 			},
 			wantErr: ErrResponseTooLarge,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, srv := newTestRendezvous(t, 300*time.Millisecond)
-			broker := tt.setup(t, srv)
-			got, err := r.Exchange(context.Background(), []byte(testRequest))
+			timeout := tt.timeout
+			if timeout == 0 {
+				timeout = time.Minute
+			}
+			r, srv := newTestRendezvous(t, timeout)
+			// The broker stops looking for the request once the exchange
+			// is over, in case it ended before the request was sent.
+			brokerCtx, stopBroker := context.WithCancel(context.Background())
+			defer stopBroker()
+			broker := tt.setup(brokerCtx, t, srv)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var caller sync.WaitGroup
+			if tt.giveUp != nil {
+				caller.Go(func() {
+					if srv.WaitUntil(ctx, func() bool { return tt.giveUp(srv) }) == nil {
+						cancel()
+					}
+				})
+			}
+			got, err := r.Exchange(ctx, []byte(testRequest))
+			cancel()
+			caller.Wait()
+			if tt.wantErr != nil {
+				stopBroker()
+			}
 			if broker != nil {
 				<-broker
 			}
@@ -311,7 +351,7 @@ func TestExchangeCanceled(t *testing.T) {
 	r, srv := newTestRendezvous(t, time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		<-fakeBroker(t, srv, true, "")
+		<-fakeBroker(context.Background(), t, srv, true, "")
 		// Cancel once the client long-polls its queue.
 		_ = srv.WaitUntil(context.Background(), func() bool { return srv.Calls("ReceiveMessage") > 0 })
 		cancel()
