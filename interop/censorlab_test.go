@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,19 +26,21 @@ import (
 	"github.com/flurrypt/flurry/netlab/censor"
 )
 
-// labConfig is one column of the censor lab's matrix: a chain and the
+// labConfig is one column of the censor lab's matrix: a chain, the
 // covert DTLS mode its client and proxy are given ("" leaves each binary
-// at its default).
+// at its default), and whether the client reaches the broker by domain
+// fronting through a CDN stand-in.
 type labConfig struct {
-	Name   string
-	Roles  Roles
-	Covert string
+	Name    string
+	Roles   Roles
+	Covert  string
+	Fronted bool
 }
 
 // labConfigs are the matrix's columns: each implementation at its
-// defaults, then Flurry in each covert DTLS mode, then the mixed chains a
-// Flurry user meets (our client with Snowflake's volunteers, Snowflake's
-// client with ours).
+// defaults, Flurry in each covert DTLS mode, the mixed chains a Flurry
+// user meets (our client with Snowflake's volunteers, Snowflake's client
+// with ours), and both clients with fronted rendezvous.
 func labConfigs() []labConfig {
 	sf := Roles{Snowflake, Snowflake, Snowflake, Snowflake}
 	return []labConfig{
@@ -42,9 +49,12 @@ func labConfigs() []labConfig {
 		{Name: "flurry-mimic", Roles: Roles{}, Covert: "mimic"},
 		{Name: "flurry-randomize", Roles: Roles{}, Covert: "randomize"},
 		{Name: "flurry-randomizemimic", Roles: Roles{}, Covert: "randomizemimic"},
+		{Name: "flurry-disable", Roles: Roles{}, Covert: "disable"},
 		// Broker and relay are Flurry's in both mixed chains.
 		{Name: "fl-client+sf-proxy", Roles: Roles{Broker: Flurry, Proxy: Snowflake, Client: Flurry, Relay: Flurry}},
 		{Name: "sf-client+fl-proxy", Roles: Roles{Broker: Flurry, Proxy: Flurry, Client: Snowflake, Relay: Flurry}},
+		{Name: "snowflake-fronted", Roles: sf, Fronted: true},
+		{Name: "flurry-fronted", Roles: Roles{}, Fronted: true},
 	}
 }
 
@@ -53,11 +63,50 @@ func labCensors() []string {
 	return append([]string{"none"}, censor.Names()...)
 }
 
+// The lab's outside addresses: the broker, relay and proxies on the first,
+// the STUN server on the second (so that stun-block can single it out as
+// a censor blocks known STUN servers), the CDN stand-in on the third.
+const (
+	labMainAddr = iota
+	labSTUNAddr
+	labCDNAddr
+)
+
+// labProfile is the path between the client and everything else in every
+// cell: a user on Wi-Fi with the proxies in the same region (the censor
+// programs' delays and cuts need a download that lasts, as it does for a
+// real user, rather than the lan profile's fraction of a second).
+const labProfile = "wifi"
+
+// labThrottleRate is udp-throttle's rate in the lab (bits per second),
+// and labThrottledSize the download under it: throttling slows a chain
+// rather than blocking it, so the cell measures how much.
+const (
+	labThrottleRate  = 1 << 20
+	labThrottledSize = 1 << 20
+)
+
+// labOptions are the censor programs' options for a lab: sni-block blocks
+// the broker's address, stun-block the STUN server's.
+func labOptions(lab *netlab.Lab, allow []string) censor.Options {
+	host := func(i int) []netip.Prefix {
+		a := lab.OutsideAddr(i)
+		return []netip.Prefix{netip.PrefixFrom(a, a.BitLen())}
+	}
+	return censor.Options{
+		BlockAddrs:   host(labMainAddr),
+		BlockNames:   []string{FrontedBrokerHost},
+		STUNAddrs:    host(labSTUNAddr),
+		AllowJA4:     allow,
+		ThrottleRate: labThrottleRate,
+	}
+}
+
 // labFileSize is what each cell downloads.
 const labFileSize = 5 << 20
 
 // labCellTimeout bounds one cell's download: past it the censor has won.
-// Unblocked, a cell takes a few seconds on the lab's lan profile.
+// Unblocked, a cell takes well under half of it on the lab's path.
 const labCellTimeout = 30 * time.Second
 
 // labResult is one cell of the matrix.
@@ -108,7 +157,7 @@ func TestCensorLab(t *testing.T) {
 		for i, c := range cells {
 			t.Run(c.censor+"/"+c.cfg.Name, func(t *testing.T) {
 				t.Parallel()
-				r := runLabCell(t, i, c.cfg, c.censor, censor.Options{AllowJA4: allow}, fl, sf)
+				r := runLabCell(t, i, c.cfg, c.censor, allow, fl, sf)
 				if r.Through {
 					t.Logf("through: first byte after %v, %.2f MB/s", r.FirstByte.Round(time.Millisecond), r.MBps)
 				} else {
@@ -121,8 +170,8 @@ func TestCensorLab(t *testing.T) {
 		}
 	})
 
-	t.Logf("censor lab (%d MiB through each chain, client behind the middlebox, SHA-256 checked):\n%s",
-		labFileSize>>20, formatLab(results))
+	t.Logf("censor lab (%d MiB through each chain, 1 MiB under udp-throttle; the client behind the middlebox on the %s profile; SHA-256 checked):\n%s",
+		labFileSize>>20, labProfile, formatLab(results))
 	b, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +186,7 @@ func TestCensorLab(t *testing.T) {
 
 // runLabCell builds a lab with the named censor, starts the chain across
 // it and downloads through it.
-func runLabCell(t *testing.T, i int, cfg labConfig, censorName string, opt censor.Options, fl demo.Binaries, sf SnowflakeBinaries) labResult {
+func runLabCell(t *testing.T, i int, cfg labConfig, censorName string, allow []string, fl demo.Binaries, sf SnowflakeBinaries) labResult {
 	res := labResult{Config: cfg.Name, Censor: censorName}
 	fail := func(err error) labResult {
 		res.Error = err.Error()
@@ -145,36 +194,52 @@ func runLabCell(t *testing.T, i int, cfg labConfig, censorName string, opt censo
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var prog censor.Program
-	if censorName != "none" {
-		var err error
-		if prog, err = censor.Parse(censorName, opt); err != nil {
-			t.Errorf("%s: %v", censorName, err)
-			return fail(err)
-		}
+	path, err := netlab.ParseProfile(labProfile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	lab, err := netlab.New(ctx, netlab.Config{Name: fmt.Sprintf("cl%d", i), Censor: prog})
+	lab, err := netlab.New(ctx, netlab.Config{Name: fmt.Sprintf("cl%d", i), Up: path, Down: path, Seed: uint64(i + 1)})
 	if err != nil {
 		t.Errorf("%s / %s: lab: %v", cfg.Name, censorName, err)
 		return fail(err)
 	}
 	defer lab.Close()
-	// The STUN server stands outside, beside the broker.
+	if censorName != "none" {
+		prog, err := censor.Parse(censorName, labOptions(lab, allow))
+		if err != nil {
+			t.Errorf("%s: %v", censorName, err)
+			return fail(err)
+		}
+		lab.SetCensor(prog)
+	}
 	var stunURL string
 	if err := lab.Do(netlab.Outside, func() error {
-		stunURL = stuntest.StartOn(t, lab.OutsideAddr(0))
+		stunURL = stuntest.StartOn(t, lab.OutsideAddr(labSTUNAddr))
 		return nil
 	}); err != nil {
 		return fail(err)
 	}
-	dir := filepath.Join(t.TempDir(), strings.ReplaceAll(cfg.Name, " ", "-")+"-"+censorName)
-	c, err := StartChain(ctx, ChainConfig{Roles: cfg.Roles, Flurry: fl, Snowflake: sf, Dir: dir,
-		FileSize: labFileSize, STUN: stunURL, Covert: cfg.Covert, Lab: lab})
+	size := int64(labFileSize)
+	if censorName == "udp-throttle" {
+		size = labThrottledSize
+	}
+	chainCfg := ChainConfig{Roles: cfg.Roles, Flurry: fl, Snowflake: sf, FileSize: size, STUN: stunURL, Covert: cfg.Covert, Lab: lab,
+		Dir: filepath.Join(t.TempDir(), "chain")}
+	if cfg.Fronted {
+		chainCfg.Front = lab.OutsideAddr(labCDNAddr).String()
+	}
+	c, err := StartChain(ctx, chainCfg)
 	if err != nil {
 		t.Errorf("%s / %s: chain: %v", cfg.Name, censorName, err)
 		return fail(err)
 	}
 	defer c.Close()
+	if cfg.Fronted {
+		if err := startCDN(t, lab, chainCfg.Front, c.BrokerURL); err != nil {
+			t.Errorf("%s / %s: CDN: %v", cfg.Name, censorName, err)
+			return fail(err)
+		}
+	}
 	dctx, dcancel := context.WithTimeout(ctx, labCellTimeout)
 	defer dcancel()
 	var fr demo.FetchResult
@@ -198,6 +263,49 @@ func runLabCell(t *testing.T, i int, cfg labConfig, censorName string, opt censo
 	res.FirstByte = fr.FirstByte
 	res.MBps = fr.Throughput() / 1e6
 	return res
+}
+
+// startCDN runs a CDN stand-in on the lab's outside at front (port 80): it
+// forwards every request for FrontedBrokerHost to the broker, as a CDN
+// that fronts the broker's domain does, and refuses any other host.
+func startCDN(t *testing.T, lab *netlab.Lab, front, brokerURL string) error {
+	target, err := url.Parse(brokerURL)
+	if err != nil {
+		return err
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = &http.Transport{
+		// The transport dials from goroutines of its own: move each dial
+		// into the outside, where the broker is.
+		DialContext: func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
+			err = lab.Do(netlab.Outside, func() error {
+				var d net.Dialer
+				conn, err = d.DialContext(ctx, network, addr)
+				return err
+			})
+			return conn, err
+		},
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Host != FrontedBrokerHost {
+				http.Error(w, "unknown host", http.StatusNotFound)
+				return
+			}
+			proxy.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	var ln net.Listener
+	if err := lab.Do(netlab.Outside, func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(front, "80"))
+		return err
+	}); err != nil {
+		return err
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return nil
 }
 
 // checkLab asserts what the lab must show: every chain works without a
@@ -236,7 +344,7 @@ func formatLab(results []labResult) string {
 			if i >= 0 {
 				r := results[i]
 				if r.Through {
-					cellText = fmt.Sprintf("ok %.1fMB/s %.1fs", r.MBps, r.FirstByte.Seconds())
+					cellText = fmt.Sprintf("ok %.2f MB/s %.1fs", r.MBps, r.FirstByte.Seconds())
 				} else {
 					cellText = "BLOCKED"
 				}

@@ -76,6 +76,11 @@ type ChainConfig struct {
 	// Covert is the -covertdtls-config given to the client and to every
 	// proxy; empty means the flag is not given (each binary's default).
 	Covert string
+	// Front, if set, is a front (an address, port 80) through which the
+	// client reaches the broker by domain fronting: its -url names the
+	// broker as FrontedBrokerHost and its -fronts is Front. The caller runs
+	// the CDN at Front that forwards those requests to BrokerURL.
+	Front string
 	// Lab, if set, puts the chain across a network lab: the client on its
 	// client side, every other role (and the target and STUN server the
 	// caller starts there) on its outside, so that all the client sends
@@ -83,6 +88,10 @@ type ChainConfig struct {
 	// on 127.0.0.1.
 	Lab *netlab.Lab
 }
+
+// FrontedBrokerHost is the broker's name in a fronted client's -url: the
+// Host header a CDN stand-in routes by.
+const FrontedBrokerHost = "broker.flurry.example"
 
 // Chain is a running chain of processes on 127.0.0.1: a target HTTP
 // server, the relay as a tor pluggable-transport server whose ORPort is the
@@ -270,6 +279,10 @@ func (c *Chain) start(ctx context.Context) error {
 	}
 	args := []string{"-url", c.BrokerURL, "-max", "1", "-keep-local-addresses", "-unsafe-logging",
 		"-log", c.logPath("client-pt")}
+	if c.cfg.Front != "" {
+		args[1] = "http://" + FrontedBrokerHost + "/"
+		args = append(args, "-fronts", c.cfg.Front)
+	}
 	if c.cfg.STUN != "" {
 		args = append(args, "-ice", c.cfg.STUN)
 	}

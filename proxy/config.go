@@ -100,8 +100,9 @@ type Config struct {
 	LoopbackOnly bool
 	// CovertDTLS shapes the DTLS ClientHello (Snowflake's
 	// -covertdtls-config and -covertdtls-fingerprint); the zero value is
-	// pion's own hello. The proxy answers, so it is the DTLS client of
-	// every client connection: this is the hello a censor sees.
+	// pion's own hello, which censors block by its fingerprint: flurry-proxy
+	// defaults to covertdtls.Mimic. The proxy answers, so it is the DTLS
+	// client of every client connection: this is the hello a censor sees.
 	CovertDTLS covertdtls.Config
 	// ConfigureSettingEngine, if set, is called last on the pion
 	// SettingEngine used for every peer connection.

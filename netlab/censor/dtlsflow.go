@@ -75,11 +75,10 @@ func (t *tunnelShape) Judge(now time.Time, dir Direction, pkt []byte) Verdict {
 	}
 	k := p.key(dir)
 	st := t.flows.get(now, k)
-	if maybeClientHello(p.payload) {
-		if _, ok := dtlsHandshake(p.payload, handshakeClientHello); ok && (st == nil || st.stage != shapeMatched) {
-			*t.flows.put(now, k) = shapeState{clientOut: dir == Outbound}
-			return Pass
-		}
+	// A hello, or any fragment of one, (re)starts the flow's watch.
+	if maybeClientHello(p.payload) && (st == nil || st.stage != shapeMatched) {
+		*t.flows.put(now, k) = shapeState{clientOut: dir == Outbound}
+		return Pass
 	}
 	if st == nil {
 		return Pass
@@ -143,8 +142,8 @@ type cutState struct {
 // application_data record seen) and Options.CutAfterBytes (default 4096)
 // application_data bytes (record lengths, both directions) have crossed the
 // box, every later packet of the flow is dropped, both directions, the one
-// that crossed the threshold included. Only flows whose ClientHello the
-// program saw are tracked.
+// that crossed the threshold included. Only flows whose ClientHello (or a
+// fragment of it) the program saw are tracked.
 type cutAfterHandshake struct {
 	d     decoder
 	after int
@@ -168,10 +167,8 @@ func (c *cutAfterHandshake) Judge(now time.Time, dir Direction, pkt []byte) Verd
 		return Drop
 	}
 	if st == nil {
+		// A hello, or the first fragment of one, starts the watch.
 		if !maybeClientHello(p.payload) {
-			return Pass
-		}
-		if _, ok := dtlsHandshake(p.payload, handshakeClientHello); !ok {
 			return Pass
 		}
 		st = c.flows.put(now, k)

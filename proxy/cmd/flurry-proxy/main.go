@@ -74,7 +74,7 @@ func run() int {
 		// change nothing here, and the proxy says so at start.
 		geoipDB           = fs.String("geoipdb", "", "accepted for compatibility with Snowflake and ignored: this proxy keeps no per-country metrics")
 		geoip6DB          = fs.String("geoip6db", "", "accepted for compatibility with Snowflake and ignored, as -geoipdb")
-		covertConfig      = fs.String("covertdtls-config", "disable", "covert DTLS `mode` of the ClientHello the proxy sends: disable (pion's own), mimic (a recent Chrome's), randomize, randomizemimic (a browser's picked per connection); see docs/fingerprinting.md")
+		covertConfig      = fs.String("covertdtls-config", "mimic", "covert DTLS `mode` of the ClientHello the proxy sends: mimic (Chromium's own, the only hello of the censor lab that passes a browsers-only allow list), randomizemimic (a browser's replayed, picked per connection; Snowflake's default), randomize, disable (pion's own, which censors block); see docs/censorship.md")
 		covertFingerprint = fs.String("covertdtls-fingerprint", "", "with -covertdtls-config other than disable: replay this raw ClientHello (`hex`, as Snowflake's)")
 	)
 	fs.Usage = func() {
