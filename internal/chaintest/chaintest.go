@@ -16,6 +16,7 @@ import (
 
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/internal/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/chaintest/lossyudp"
 	"github.com/flurrypt/flurry/messages"
 	"github.com/flurrypt/flurry/proxy"
 	"github.com/flurrypt/flurry/relay"
@@ -152,6 +153,35 @@ func StartProxy(tb testing.TB, name, brokerURL, relayURL string) *Proxy {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return startProxy(tb, name, brokerURL, relayURL, udp)
+}
+
+// Path is a modelled network path between the proxy and its clients:
+// ToClient applies to what the proxy sends, FromClient to what it
+// receives (lossyudp.Link).
+type Path struct {
+	ToClient, FromClient lossyudp.Link
+	Seed                 uint64 // makes the random losses repeatable
+}
+
+// StartProxyOnPath is StartProxy with the proxy's WebRTC socket behind
+// path; the returned Conn counts the datagrams each way.
+func StartProxyOnPath(tb testing.TB, name, brokerURL, relayURL string, path Path) (*Proxy, *lossyudp.Conn) {
+	tb.Helper()
+	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lossy := lossyudp.Wrap(udp, path.ToClient, path.FromClient, path.Seed)
+	tb.Cleanup(func() {
+		_ = lossy.Close()
+		lossy.Wait()
+	})
+	return startProxy(tb, name, brokerURL, relayURL, lossy), lossy
+}
+
+func startProxy(tb testing.TB, name, brokerURL, relayURL string, udp net.PacketConn) *Proxy {
+	tb.Helper()
 	p := &Proxy{udp: &BlackholeConn{PacketConn: udp}, done: make(chan struct{})}
 	mux := ice.NewUDPMuxDefault(ice.UDPMuxParams{UDPConn: p.udp})
 	px, err := proxy.New(proxy.Config{

@@ -129,7 +129,7 @@ func TestClientLibraryLinksNoAWS(t *testing.T) {
 
 // testHelpers are the project's packages made for tests only; they may
 // import testOnly modules, and only tests may import them.
-var testHelpers = []string{module + "/internal/browsertest", module + "/internal/chaintest", module + "/internal/chaintest/leak", module + "/internal/chaintest/loopback", module + "/internal/pebbletest", module + "/internal/sqstest", module + "/internal/socks5test", module + "/internal/stuntest", module + "/internal/testenv", module + "/internal/turntest", module + "/internal/webrtcfp"}
+var testHelpers = []string{module + "/internal/browsertest", module + "/internal/chaintest", module + "/internal/chaintest/leak", module + "/internal/chaintest/loopback", module + "/internal/chaintest/lossyudp", module + "/internal/pebbletest", module + "/internal/sqstest", module + "/internal/socks5test", module + "/internal/stuntest", module + "/internal/testenv", module + "/internal/turntest", module + "/internal/webrtcfp"}
 
 // testOnly are modules and packages that only tests (and testHelpers) may
 // import.
