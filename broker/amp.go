@@ -70,11 +70,11 @@ func (b *Broker) serveAMP(w http.ResponseWriter, r *http.Request) {
 		return // preflight: 200, empty body
 	default:
 		h.Set("Allow", ampAllow)
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		refuse(w, r, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	if addr := b.addrs.Addr(r); !b.limits.allow(&b.limits.amp, addr) {
-		b.rateLimited(w, event.EndpointAMP, addr)
+		b.rateLimited(w, r, event.EndpointAMP, addr)
 		return
 	}
 	resp, err := b.ampClientPoll(r.Context(), r.URL.Path, start)

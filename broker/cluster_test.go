@@ -104,11 +104,11 @@ func TestClusterGoldenCrossInstance(t *testing.T) {
 	}
 
 	// The Prometheus text of each instance carries its name.
-	body := string(bs[1].do(t, http.MethodGet, "/prometheus", nil, nil).body)
+	body := string(bs[1].prometheus(t))
 	if !strings.Contains(body, `flurry_broker_cluster_requests_total{instance="b2",result="matched"} 2`) {
 		t.Errorf("instance 2 metrics lack two cross-instance matches:\n%s", grepLines(body, "flurry_broker_cluster_"))
 	}
-	body = string(bs[0].do(t, http.MethodGet, "/prometheus", nil, nil).body)
+	body = string(bs[0].prometheus(t))
 	if !strings.Contains(body, `flurry_broker_cluster_served_total{instance="b1",result="matched"} 2`) {
 		t.Errorf("instance 1 metrics lack two served matches:\n%s", grepLines(body, "flurry_broker_cluster_"))
 	}

@@ -43,7 +43,7 @@ func clusterRequest(body []byte, budget string) *nats.Msg {
 func servedBad(t *testing.T, b *testBroker) int {
 	t.Helper()
 	const series = `flurry_broker_cluster_served_total{instance="b1",result="bad_message"} `
-	for l := range strings.SplitSeq(string(b.do(t, http.MethodGet, "/prometheus", nil, nil).body), "\n") {
+	for l := range strings.SplitSeq(string(b.prometheus(t)), "\n") {
 		if v, ok := strings.CutPrefix(l, series); ok {
 			n, _ := strconv.Atoi(v)
 			return n

@@ -48,6 +48,13 @@ const (
 	// that of someone who skips the cache.
 	DefaultAMPRate  = 5.0
 	DefaultAMPBurst = 50
+	// DefaultPageRate and DefaultPageBurst limit the operator pages on the
+	// rendezvous listener (/, /status, /debug, /metrics and, with
+	// PublicPrometheus, /prometheus) per address: one bucket per address
+	// for them all. A person reading the status page, or a collector
+	// fetching /metrics once a period, stays far below it.
+	DefaultPageRate  = 1.0
+	DefaultPageBurst = 20
 
 	// Endpoint-wide limits over all addresses (requests per second, and
 	// twice that as burst): a ceiling on the broker's work that no number
@@ -57,6 +64,7 @@ const (
 	DefaultClientGlobalRate = 1000.0
 	DefaultAnswerGlobalRate = 1000.0
 	DefaultAMPGlobalRate    = 200.0
+	DefaultPageGlobalRate   = 100.0
 	// DefaultSQSGlobalRate limits the SQS messages handled per second (an
 	// SQS message carries no client address to limit it by).
 	DefaultSQSGlobalRate = 100.0
@@ -72,6 +80,11 @@ const (
 
 	// DefaultListenAddr is where Run listens unless Config.ListenAddr says.
 	DefaultListenAddr = "127.0.0.1:8080"
+	// DefaultMetricsAddr is flurry-broker's -metrics-addr: the operator
+	// listener (Config.MetricsAddr) on loopback, out of reach of the
+	// public. (Config's zero value runs no operator listener, so that
+	// brokers in one process do not fight over a port.)
+	DefaultMetricsAddr = "127.0.0.1:9110"
 	// DefaultReadHeaderTimeout and DefaultIdleTimeout bound a request's
 	// header and an idle keep-alive connection.
 	DefaultReadHeaderTimeout = 10 * time.Second
@@ -108,9 +121,12 @@ type Config struct {
 	// Listener: put "h2" in NextProtos to offer HTTP/2). Nil: plain HTTP,
 	// behind a TLS-terminating front end or for tests.
 	TLSConfig *tls.Config
-	// MetricsAddr, if set, is where Run serves GET /prometheus, on a
-	// plain-HTTP listener of its own, and leaves it out of Handler (as
-	// SeparatePrometheus).
+	// MetricsAddr, if set, is where Run serves OperatorHandler (GET
+	// /prometheus, /debug, /metrics, /status, /healthz) on a plain-HTTP
+	// listener of its own, without the per-address limits of the public
+	// listener. Empty: no such listener. flurry-broker sets it to
+	// DefaultMetricsAddr unless told otherwise. Keep it on loopback or
+	// behind a firewall: it is meant for the operator only.
 	MetricsAddr string
 	// SQS lists the SQS queues Run and Serve take client polls from, one
 	// reader each (see RunSQS).
@@ -188,8 +204,16 @@ type Config struct {
 	// AMPRate and AMPBurst limit GET /amp/client/ likewise.
 	AMPRate  float64
 	AMPBurst int
-	// ProxyGlobalRate, ClientGlobalRate, AnswerGlobalRate and AMPGlobalRate
-	// limit each endpoint over all addresses, SQSGlobalRate the SQS
+	// PageRate and PageBurst limit the operator pages of Handler (GET /,
+	// /status, /debug, /metrics, and /prometheus with PublicPrometheus)
+	// per address, one bucket per address for all of them. Zero means
+	// DefaultPageRate and DefaultPageBurst; a negative rate disables the
+	// limit. OperatorHandler is not limited.
+	PageRate  float64
+	PageBurst int
+	// ProxyGlobalRate, ClientGlobalRate, AnswerGlobalRate, AMPGlobalRate
+	// and PageGlobalRate limit each endpoint (the operator pages together)
+	// over all addresses, SQSGlobalRate the SQS
 	// messages handled, with bursts of twice the rate. A request refused
 	// per address does not count against its endpoint's limit. Zero means
 	// the default; negative disables the limit.
@@ -197,6 +221,7 @@ type Config struct {
 	ClientGlobalRate float64
 	AnswerGlobalRate float64
 	AMPGlobalRate    float64
+	PageGlobalRate   float64
 	SQSGlobalRate    float64
 	// DisableRateLimits turns every rate limit off, whatever the fields
 	// above say: for benchmarks on a closed test network only.
@@ -244,10 +269,11 @@ type Config struct {
 	// (internal/ipcount). Run (or Serve) writes them.
 	IPCountPrefix   string
 	IPCountInterval time.Duration
-	// SeparatePrometheus leaves GET /prometheus out of Handler: serve
-	// PrometheusHandler on a listener of your own instead (MetricsAddr
-	// does that for Run).
-	SeparatePrometheus bool
+	// PublicPrometheus puts GET /prometheus in Handler too, that is on the
+	// public (rendezvous) listener, limited per address as the other
+	// operator pages (PageRate). Off by default: Prometheus scrapes
+	// OperatorHandler (MetricsAddr), where nobody else can crowd it out.
+	PublicPrometheus bool
 	// Version is the version the status page shows. Empty means the main
 	// module's version from the binary's build information.
 	Version string
@@ -330,7 +356,6 @@ func (c Config) settle() (*settings, error) {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = c.ClientTimeout + shutdownGrace
 	}
-	c.SeparatePrometheus = c.SeparatePrometheus || c.MetricsAddr != ""
 	if c.TLSConfig != nil {
 		c.TLSConfig = c.TLSConfig.Clone()
 	}
@@ -361,7 +386,7 @@ func (c Config) settle() (*settings, error) {
 		return nil, fmt.Errorf("%w: client timeout %v is negative", ErrInvalidConfig, c.ClientTimeout)
 	case c.PollInterval < minPollInterval || c.PollInterval > maxPollInterval:
 		return nil, fmt.Errorf("%w: poll interval %v is outside %v to %v", ErrInvalidConfig, c.PollInterval, minPollInterval, maxPollInterval)
-	case c.ProxyBurst < 0 || c.ClientBurst < 0 || c.AnswerBurst < 0 || c.AMPBurst < 0:
+	case c.ProxyBurst < 0 || c.ClientBurst < 0 || c.AnswerBurst < 0 || c.AMPBurst < 0 || c.PageBurst < 0:
 		return nil, fmt.Errorf("%w: negative rate limit burst", ErrInvalidConfig)
 	case c.RateLimitEntries < 0:
 		return nil, fmt.Errorf("%w: negative rate limit table size", ErrInvalidConfig)

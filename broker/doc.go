@@ -33,8 +33,9 @@
 //	GET /metrics     the metrics log: every descriptor so far (404 without
 //	                 Config.MetricsLogPath)
 //	GET /prometheus  Prometheus exposition of the broker's own registry (Go
-//	                 and process collectors included); with
-//	                 Config.SeparatePrometheus only on PrometheusHandler
+//	                 and process collectors included); on OperatorHandler
+//	                 (Config.MetricsAddr), in Handler only with
+//	                 Config.PublicPrometheus
 //	GET / and /status  the HTML status page
 //	GET /robots.txt  "User-agent: *\nDisallow: /\n"
 //	anything else    404
@@ -42,7 +43,10 @@
 // Every response of the three rendezvous endpoints, /debug and /metrics
 // carries Access-Control-Allow-Origin: * and Access-Control-Allow-Headers:
 // Origin, X-Session-ID, as in Snowflake. Bodies over 100 000 bytes get 413;
-// a request over a rate limit gets 429. Every rendezvous path (these three,
+// a request over a rate limit gets 429. A refused request (any 4xx) has
+// its HTTP/1.x connection closed after the reply. The operator pages (/,
+// /status, /debug, /metrics, a public /prometheus) are limited per address
+// and overall (Config.PageRate); OperatorHandler serves them unlimited. Every rendezvous path (these three,
 // /amp/client/ and SQS) is limited per address and over all addresses (see
 // Config); no address is exempt by default. A client's offer is parsed as
 // SDP and refused unless a WebRTC proxy could answer it, before any proxy

@@ -364,6 +364,9 @@ func (fc *fastConn) serveRequest(req fastRequest, body, leftover []byte) (closeC
 	f.mu.Lock()
 	closeConn = closeConn || f.closed
 	f.mu.Unlock()
+	// As net/http does, a handler that sets Connection: close (a refused
+	// request) has the connection closed after its reply.
+	closeConn = closeConn || w.header.Get("Connection") == "close"
 	w.finish(closeConn)
 	return closeConn, false
 }
@@ -563,7 +566,10 @@ func (w *fastWriter) commit(p []byte) {
 	if w.chunked {
 		h.Del("Content-Length")
 	}
-	if w.closeConn {
+	// The handler's own Connection: close stays where net/http leaves it,
+	// among the handler's fields; otherwise it goes after them.
+	addClose := w.closeConn && h.Get("Connection") != "close"
+	if addClose {
 		h.Del("Connection")
 	}
 	out := append(w.out, "HTTP/1.1 "...)
@@ -602,7 +608,7 @@ func (w *fastWriter) commit(p []byte) {
 	if contentType != "" {
 		out = append(out, "Content-Type: "+contentType+"\r\n"...)
 	}
-	if w.closeConn {
+	if addClose {
 		out = append(out, "Connection: close\r\n"...)
 	}
 	if w.chunked {

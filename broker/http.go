@@ -33,7 +33,8 @@ const (
 // robotsTxt disallows every crawler.
 const robotsTxt = "User-agent: *\nDisallow: /\n"
 
-// Handler returns the broker's HTTP handler:
+// Handler returns the broker's HTTP handler, for the public (rendezvous)
+// listener:
 //
 //	POST /proxy       proxy long-poll
 //	POST /client      client offer (1.0 framing or legacy bare offer)
@@ -41,7 +42,7 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 //	GET  /amp/client/…  client offer through an AMP cache (reply armored in an AMP page)
 //	GET  /debug       Snowflake's summary of the proxies held now
 //	GET  /metrics     the metrics log (every descriptor so far); 404 without one
-//	GET  /prometheus  Prometheus metrics (unless Config.SeparatePrometheus)
+//	GET  /prometheus  Prometheus metrics, only with Config.PublicPrometheus
 //	GET  /, /status   the status page
 //	GET  /robots.txt  disallow everything
 //	GET  /healthz     200, or 503 while the link to the cluster is down
@@ -49,7 +50,10 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 // The rendezvous endpoints, /debug and /metrics answer OPTIONS (CORS
 // preflight) with 200 and carry Access-Control-Allow-Origin: * on every
 // response, as in Snowflake; other methods get 405. Every other path is
-// 404. The time to answer each request is recorded per endpoint.
+// 404. The operator pages (/, /status, /debug, /metrics, /prometheus) are
+// limited per address and overall (Config.PageRate). Every refused request
+// (any 4xx) has its connection closed after the reply. The time to answer
+// each request is recorded per endpoint.
 //
 // Serve it on a Listener so that waiting proxy polls keep no net/http
 // goroutine or buffers; it works on any server.
@@ -60,28 +64,61 @@ func (b *Broker) Handler() http.Handler {
 		mux.Handle(fastPaths[i], h)
 	}
 	mux.Handle(AMPPathPrefix, rec.Instrument(stats.EndpointAMP, b.AMPHandler()))
-	mux.Handle("/debug", rec.Instrument(stats.EndpointDebug, b.withCORS(http.HandlerFunc(b.serveDebug))))
-	mux.Handle("/metrics", rec.Instrument(stats.EndpointMetrics, b.withCORS(rec.MetricsHandler())))
-	if !b.cfg.SeparatePrometheus {
-		mux.Handle("GET /prometheus", rec.Instrument(stats.EndpointPrometheus, rec.PrometheusHandler()))
+	b.operatorPages(mux, b.pageLimited)
+	if b.cfg.PublicPrometheus {
+		mux.Handle("GET /prometheus", rec.Instrument(stats.EndpointPrometheus, b.pageLimited(stats.EndpointPrometheus, rec.PrometheusHandler())))
 	}
-	// The page answers any path it is given: mount it on these two only.
-	page := rec.Instrument(stats.EndpointStatus, b.page)
-	mux.Handle("GET /{$}", page)
-	mux.Handle("GET /status", page)
 	mux.HandleFunc("GET /healthz", b.serveHealth)
 	mux.Handle("/robots.txt", rec.Instrument(stats.EndpointRobots, http.HandlerFunc(serveRobots)))
 	// A proxy poll keeps its connection's admission (see admission) until
 	// it waits or ends; any other request gives it up at once.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/proxy" {
+		switch r.URL.Path {
+		case "/proxy":
 			defer releaseAdmission(r)
-		} else {
+		case "/client", "/answer":
 			releaseAdmission(r)
+		default:
+			// The rendezvous handlers close after a refusal themselves
+			// (and the fast path serves them without this handler); the
+			// rest, mux's own 404 and 405 included, through closeOnRefusal.
+			releaseAdmission(r)
+			w = &closeOnRefusal{ResponseWriter: w, r: r}
 		}
 		mux.ServeHTTP(w, r)
 	})
 }
+
+// operatorPages registers the operator pages both listeners serve (/debug,
+// /metrics, / and /status) on mux, each wrapped by limit with its
+// statistics endpoint name.
+func (b *Broker) operatorPages(mux *http.ServeMux, limit func(se string, h http.Handler) http.Handler) {
+	rec := b.stats
+	page := func(se string, h http.Handler) http.Handler { return rec.Instrument(se, limit(se, h)) }
+	mux.Handle("/debug", page(stats.EndpointDebug, b.withCORS(http.HandlerFunc(b.serveDebug))))
+	mux.Handle("/metrics", page(stats.EndpointMetrics, b.withCORS(rec.MetricsHandler())))
+	// The page answers any path it is given: mount it on these two only.
+	status := page(stats.EndpointStatus, b.page)
+	mux.Handle("GET /{$}", status)
+	mux.Handle("GET /status", status)
+}
+
+// closeOnRefusal is a ResponseWriter that has the connection of r closed
+// after a 4xx reply (closeAfterRefusal).
+type closeOnRefusal struct {
+	http.ResponseWriter
+	r *http.Request
+}
+
+func (w *closeOnRefusal) WriteHeader(code int) {
+	if code >= 400 && code < 500 {
+		closeAfterRefusal(w.ResponseWriter, w.r)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *closeOnRefusal) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // rendezvousHandlers returns the handlers of the rendezvous endpoints, in
 // the order of fastPaths.
@@ -93,13 +130,17 @@ func (b *Broker) rendezvousHandlers() [len(fastPaths)]http.Handler {
 	}
 }
 
-// PrometheusHandler returns the handler of a separate metrics listener
-// (with Config.SeparatePrometheus): GET /prometheus serves the broker's
-// registry (its own metrics plus the Go runtime and process collectors);
-// every other path is 404.
-func (b *Broker) PrometheusHandler() http.Handler {
+// OperatorHandler returns the handler of the operator listener
+// (Config.MetricsAddr; serve it on a listener of your own otherwise):
+// GET /prometheus serves the broker's registry (its own metrics plus the
+// Go runtime and process collectors); /debug, /metrics, / and /status are
+// Handler's, and /healthz; none of them is rate limited. Every other path
+// is 404.
+func (b *Broker) OperatorHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /prometheus", b.stats.Instrument(stats.EndpointPrometheus, b.stats.PrometheusHandler()))
+	b.operatorPages(mux, func(_ string, h http.Handler) http.Handler { return h })
+	mux.HandleFunc("GET /healthz", b.serveHealth)
 	return mux
 }
 
@@ -124,7 +165,7 @@ func (b *Broker) withCORS(h http.Handler) http.Handler {
 func (b *Broker) serveDebug(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		refuse(w, r, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	var a stats.Available
@@ -180,20 +221,20 @@ func (b *Broker) serveEndpoint(w http.ResponseWriter, r *http.Request, ep event.
 		return false // preflight: 200, empty body
 	default:
 		h["Allow"] = b.allow
-		b.reject(w, ep, event.ReasonMethod, addr, http.StatusMethodNotAllowed, "method not allowed")
+		b.reject(w, r, ep, event.ReasonMethod, addr, http.StatusMethodNotAllowed, "method not allowed")
 		return false
 	}
 	if !b.limits.allow(limit, addr) {
-		b.rateLimited(w, ep, addr)
+		b.rateLimited(w, r, ep, addr)
 		return false
 	}
 	bufp, status := b.readBody(w, r)
 	if status == http.StatusRequestEntityTooLarge {
-		b.reject(w, ep, event.ReasonTooLarge, addr, status, "request body too large")
+		b.reject(w, r, ep, event.ReasonTooLarge, addr, status, "request body too large")
 		return false
 	}
 	if status != 0 {
-		b.reject(w, ep, event.ReasonMalformed, addr, status, "cannot read request body")
+		b.reject(w, r, ep, event.ReasonMalformed, addr, status, "cannot read request body")
 		return false
 	}
 	return serve(w, r, addr, start, bufp)
@@ -249,11 +290,12 @@ func (b *Broker) putBuf(bufp *[]byte) {
 	}
 }
 
-// reject answers a request refused before it was understood.
-func (b *Broker) reject(w http.ResponseWriter, ep event.Endpoint, reason event.Reason, addr netip.Addr, status int, text string) {
+// reject answers a request refused before it was understood, and closes
+// its connection after the reply.
+func (b *Broker) reject(w http.ResponseWriter, r *http.Request, ep event.Endpoint, reason event.Reason, addr netip.Addr, status int, text string) {
 	b.sink.RequestRejected(ep, reason, addr)
 	b.cfg.Logger.Debug("request rejected", "endpoint", ep.String(), "reason", reason.String(), "status", status)
-	http.Error(w, text, status)
+	refuse(w, r, text, status)
 }
 
 // write sends a 200 response body.
@@ -268,7 +310,7 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 	req, err := messages.DecodeProxyPollRequest(*bufp)
 	b.putBuf(bufp)
 	if err != nil {
-		b.reject(w, event.EndpointProxy, event.ReasonMalformed, addr, http.StatusBadRequest, messageErrorText(err))
+		b.reject(w, r, event.EndpointProxy, event.ReasonMalformed, addr, http.StatusBadRequest, messageErrorText(err))
 		return false
 	}
 	ev := event.Proxy{Type: req.Type, NAT: req.NAT, Addr: addr, RelayPattern: req.AcceptedRelayPattern != nil}
@@ -286,7 +328,7 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 	switch err := b.match.Enqueue(p); {
 	case err == nil:
 	case errors.Is(err, matcher.ErrDuplicateSid):
-		b.reject(w, event.EndpointProxy, event.ReasonDuplicateSid, addr, http.StatusBadRequest, "duplicate session id")
+		b.reject(w, r, event.EndpointProxy, event.ReasonDuplicateSid, addr, http.StatusBadRequest, "duplicate session id")
 		return false
 	default: // matcher.ErrClosed: shutting down
 		b.sink.ProxyPollStarted(ev)
@@ -423,7 +465,7 @@ func (b *Broker) serveClient(w http.ResponseWriter, r *http.Request, addr netip.
 		b.cfg.Logger.Debug("client request rejected", "reason", messageErrorText(err))
 		if legacy {
 			// Snowflake panics here (docs/design.md, weakness 13).
-			http.Error(w, messageErrorText(err), http.StatusBadRequest)
+			refuse(w, r, messageErrorText(err), http.StatusBadRequest)
 			return
 		}
 		b.clientError(w, err.Error())
@@ -435,7 +477,7 @@ func (b *Broker) serveClient(w http.ResponseWriter, r *http.Request, addr netip.
 	answer, outcome := b.clientRendezvous(ctx, ev, req)
 	switch {
 	case legacy:
-		b.writeLegacyClient(w, answer, outcome)
+		b.writeLegacyClient(w, r, answer, outcome)
 	case outcome == event.ClientMatched:
 		resp, err := messages.ClientPollResponse{Answer: answer}.Encode()
 		if err != nil {
@@ -495,7 +537,7 @@ func (b *Broker) unanswered(ans matcher.Answer) {
 // writeLegacyClient answers a legacy (bare offer) client as Snowflake does:
 // the bare answer, 503 without proxies, 504 on timeout; and, where
 // Snowflake panics, 400 with a reason.
-func (b *Broker) writeLegacyClient(w http.ResponseWriter, answer string, outcome event.ClientOutcome) {
+func (b *Broker) writeLegacyClient(w http.ResponseWriter, r *http.Request, answer string, outcome event.ClientOutcome) {
 	switch outcome {
 	case event.ClientMatched:
 		b.write(w, []byte(answer))
@@ -504,7 +546,7 @@ func (b *Broker) writeLegacyClient(w http.ResponseWriter, answer string, outcome
 	case event.ClientTimeout:
 		w.WriteHeader(http.StatusGatewayTimeout)
 	default:
-		http.Error(w, messages.StrUnknownBridge, http.StatusBadRequest)
+		refuse(w, r, messages.StrUnknownBridge, http.StatusBadRequest)
 	}
 }
 
@@ -526,11 +568,11 @@ func (b *Broker) serveAnswer(w http.ResponseWriter, r *http.Request, addr netip.
 	req, err := messages.DecodeProxyAnswerRequest(*bufp)
 	b.putBuf(bufp)
 	if err != nil {
-		b.reject(w, event.EndpointAnswer, event.ReasonMalformed, addr, http.StatusBadRequest, messageErrorText(err))
+		b.reject(w, r, event.EndpointAnswer, event.ReasonMalformed, addr, http.StatusBadRequest, messageErrorText(err))
 		return
 	}
 	if err := checkAnswer(req.Answer); err != nil {
-		b.reject(w, event.EndpointAnswer, event.ReasonMalformed, addr, http.StatusBadRequest, err.Error())
+		b.reject(w, r, event.EndpointAnswer, event.ReasonMalformed, addr, http.StatusBadRequest, err.Error())
 		return
 	}
 	if proxyType, ok := b.match.Answer(req.Sid, req.Answer); ok {

@@ -11,10 +11,12 @@ import (
 	"github.com/flurrypt/flurry/broker/internal/ratelimit"
 )
 
-// limits are the rate limits of the rendezvous paths. Immutable after New;
-// the limiters themselves are safe for concurrent use.
+// limits are the rate limits of the rendezvous paths and of the operator
+// pages on the rendezvous listener. Immutable after New; the limiters
+// themselves are safe for concurrent use.
 type limits struct {
 	proxy, client, answer, amp pathLimit
+	page                       pathLimit     // /, /status, /debug, /metrics, public /prometheus
 	sqs                        *rate.Limiter // nil: none
 	exempt                     []netip.Prefix
 	now                        func() time.Time
@@ -38,6 +40,7 @@ func (c *Config) setRateLimitDefaults() {
 		{&c.ClientRate, &c.ClientBurst, DefaultClientRate, DefaultClientBurst},
 		{&c.AnswerRate, &c.AnswerBurst, DefaultAnswerRate, DefaultAnswerBurst},
 		{&c.AMPRate, &c.AMPBurst, DefaultAMPRate, DefaultAMPBurst},
+		{&c.PageRate, &c.PageBurst, DefaultPageRate, DefaultPageBurst},
 	} {
 		if *f.rate == 0 {
 			*f.rate = f.dr
@@ -54,6 +57,7 @@ func (c *Config) setRateLimitDefaults() {
 		{&c.ClientGlobalRate, DefaultClientGlobalRate},
 		{&c.AnswerGlobalRate, DefaultAnswerGlobalRate},
 		{&c.AMPGlobalRate, DefaultAMPGlobalRate},
+		{&c.PageGlobalRate, DefaultPageGlobalRate},
 		{&c.SQSGlobalRate, DefaultSQSGlobalRate},
 	} {
 		if *f.rate == 0 {
@@ -80,6 +84,7 @@ func newLimits(c Config, now func() time.Time) limits {
 		client: pathLimit{perAddr(c.ClientRate, c.ClientBurst), globalLimiter(c.ClientGlobalRate)},
 		answer: pathLimit{perAddr(c.AnswerRate, c.AnswerBurst), globalLimiter(c.AnswerGlobalRate)},
 		amp:    pathLimit{perAddr(c.AMPRate, c.AMPBurst), globalLimiter(c.AMPGlobalRate)},
+		page:   pathLimit{perAddr(c.PageRate, c.PageBurst), globalLimiter(c.PageGlobalRate)},
 		sqs:    globalLimiter(c.SQSGlobalRate),
 		exempt: c.RateLimitExempt,
 		now:    now,
@@ -123,7 +128,47 @@ func (ls *limits) isExempt(addr netip.Addr) bool {
 
 // rateLimited answers a request refused by a rate limit: 429 with
 // Retry-After: 1.
-func (b *Broker) rateLimited(w http.ResponseWriter, ep event.Endpoint, addr netip.Addr) {
+func (b *Broker) rateLimited(w http.ResponseWriter, r *http.Request, ep event.Endpoint, addr netip.Addr) {
 	w.Header().Set("Retry-After", "1")
-	b.reject(w, ep, event.ReasonRateLimited, addr, http.StatusTooManyRequests, "rate limit exceeded")
+	b.reject(w, r, ep, event.ReasonRateLimited, addr, http.StatusTooManyRequests, "rate limit exceeded")
+}
+
+// pageLimited wraps h, an operator page of the rendezvous listener
+// recorded as the statistics endpoint se, in the per-address and overall
+// page limits: a request over them gets 429 (Retry-After: 1) and its
+// connection is closed.
+func (b *Broker) pageLimited(se string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !b.limits.allow(&b.limits.page, b.addrs.Addr(r)) {
+			b.stats.RateLimited(se)
+			w.Header().Set("Retry-After", "1")
+			refuse(w, r, "rate limit exceeded", http.StatusTooManyRequests)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// refuse replies to r with status (a 4xx) and text, and has its
+// connection closed after the reply (closeAfterRefusal).
+func refuse(w http.ResponseWriter, r *http.Request, text string, status int) {
+	closeAfterRefusal(w, r)
+	http.Error(w, text, status)
+}
+
+// closeAfterRefusal has the server close the HTTP/1.x connection of a
+// refused request once the reply is sent, instead of keeping it for the
+// idle timeout: Connection: close, which the fast path honours as net/http
+// does; and a read deadline already past, so that net/http does not wait
+// for the rest of a body the request announced but the handler did not
+// read. HTTP/2 is left alone: there Connection: close would end every
+// stream of the connection (a CDN's, shared by many clients), and an idle
+// connection is bounded by the idle timeout and the stream limits.
+func closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	// Not supported on the fast path, which has read the whole body.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
 }

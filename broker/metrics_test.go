@@ -92,15 +92,24 @@ func parseExposition(t testing.TB, body []byte) metrics {
 	return out
 }
 
-// scrape fetches and parses the broker's /prometheus, returning the raw
-// body too.
+// scrape fetches and parses the broker's /prometheus from its operator
+// handler, returning the raw body too.
 func (tb *testBroker) scrape(t testing.TB) (metrics, []byte) {
 	t.Helper()
-	got := tb.do(t, http.MethodGet, "/prometheus", nil, nil)
-	if got.status != http.StatusOK {
-		t.Fatalf("GET /prometheus = %d %q", got.status, got.body)
+	body := tb.prometheus(t)
+	return parseExposition(t, body), body
+}
+
+// prometheus returns the body of GET /prometheus from the broker's
+// operator handler (the operator listener's).
+func (tb *testBroker) prometheus(t testing.TB) []byte {
+	t.Helper()
+	w := httptest.NewRecorder()
+	tb.OperatorHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/prometheus", nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET /prometheus = %d %q", w.Code, w.Body)
 	}
-	return parseExposition(t, got.body), got.body
+	return w.Body.Bytes()
 }
 
 // flurrySeries returns the flurry_broker_ series of m, sorted.
@@ -529,17 +538,19 @@ func TestRunWritesDescriptors(t *testing.T) {
 	})
 }
 
-// TestSeparatePrometheus checks that with SeparatePrometheus the main
-// handler has no /prometheus and PrometheusHandler serves it.
-func TestSeparatePrometheus(t *testing.T) {
-	tb := newTestBroker(t, broker.Config{SeparatePrometheus: true})
+// TestOperatorHandler: by default the public handler has no /prometheus,
+// and OperatorHandler (the operator listener's) serves it, with the
+// operator pages and nothing of the rendezvous; PublicPrometheus puts
+// /prometheus on the public handler too.
+func TestOperatorHandler(t *testing.T) {
+	tb := newTestBroker(t, broker.Config{})
 	if got := tb.do(t, http.MethodGet, "/prometheus", nil, nil); got.status != http.StatusNotFound {
-		t.Errorf("main listener /prometheus = %d, want 404", got.status)
+		t.Errorf("public listener /prometheus = %d, want 404", got.status)
 	}
 	if got := tb.post(t, "/proxy", nil); got.status != http.StatusBadRequest {
 		t.Fatalf("empty poll = %d", got.status)
 	}
-	srv := httptest.NewServer(tb.PrometheusHandler())
+	srv := httptest.NewServer(tb.OperatorHandler())
 	defer srv.Close()
 	get := func(path string) (int, []byte) {
 		t.Helper()
@@ -562,12 +573,17 @@ func TestSeparatePrometheus(t *testing.T) {
 	checkMetrics(t, m, map[string]float64{
 		series("flurry_broker_rejected_requests_total", "endpoint", "proxy", "reason", "malformed"): 8,
 	})
-	for _, path := range []string{"/", "/metrics", "/debug", "/proxy"} {
-		if status, _ := get(path); status != http.StatusNotFound {
-			t.Errorf("metrics listener %s = %d, want 404", path, status)
+	for path, want := range map[string]int{"/": 200, "/status": 200, "/debug": 200, "/healthz": 200, "/metrics": 404, "/proxy": 404, "/amp/client/x": 404} {
+		if status, _ := get(path); status != want {
+			t.Errorf("metrics listener %s = %d, want %d", path, status, want)
 		}
 	}
 	srv.Client().CloseIdleConnections()
+
+	pub := newTestBroker(t, broker.Config{PublicPrometheus: true})
+	if got := pub.do(t, http.MethodGet, "/prometheus", nil, nil); got.status != http.StatusOK || !bytes.Contains(got.body, []byte("go_goroutines")) {
+		t.Errorf("PublicPrometheus: public listener /prometheus = %d", got.status)
+	}
 }
 
 // TestIPCount checks Snowflake's -ip-count-prefix: a proxy's poll counts

@@ -28,8 +28,8 @@ const (
 	serverSlack    = 20 * time.Second
 )
 
-// Run listens on Config.ListenAddr (and Config.MetricsAddr, if set) and
-// serves as Serve does until ctx ends.
+// Run listens on Config.ListenAddr (and Config.MetricsAddr, if set, where
+// it serves OperatorHandler) and serves as Serve does until ctx ends.
 func (b *Broker) Run(ctx context.Context) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", b.cfg.ListenAddr)
@@ -58,7 +58,7 @@ func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
 	return b.serve(ctx, ln, nil)
 }
 
-// serve is Serve, also serving PrometheusHandler on mln if not nil.
+// serve is Serve, also serving OperatorHandler on mln if not nil.
 func (b *Broker) serve(ctx context.Context, ln, mln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -76,7 +76,7 @@ func (b *Broker) serve(ctx context.Context, ln, mln net.Listener) error {
 	servers := []*http.Server{srv}
 	listeners := []net.Listener{b.newListener(ln, b.cfg.TLSConfig, srv)}
 	if mln != nil {
-		servers = append(servers, b.newServer(b.PrometheusHandler(), serverSlack))
+		servers = append(servers, b.newServer(b.OperatorHandler(), serverSlack))
 		listeners = append(listeners, countingListener{mln, b, stats.ListenerMetrics})
 		b.cfg.Logger.Info("metrics listening", "addr", mln.Addr().String())
 	}

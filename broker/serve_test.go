@@ -94,7 +94,7 @@ func TestServerLimits(t *testing.T) {
 }
 
 // TestRunMetricsAddr: with MetricsAddr, Run serves /prometheus there and
-// not on the main listener, and returns nil when its context ends.
+// not on the public listener, and returns nil when its context ends.
 func TestRunMetricsAddr(t *testing.T) {
 	free := func() string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -60,7 +60,7 @@ func TestBrokersLoadBrokerKilled(t *testing.T) {
 	defer cancel()
 	scr := demo.NewHTTPScraper()
 	defer scr.Close()
-	metrics := func(i int) string { return "http://" + c.BrokerAddrs[i] + "/prometheus" }
+	metrics := func(i int) string { return "http://" + c.BrokerMetricsAddrs[i] + "/prometheus" }
 	baseline := make([]float64, 3)
 	for i := range 3 {
 		g, err := scr.Metric(ctx, metrics(i), "go_goroutines")

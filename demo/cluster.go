@@ -87,10 +87,13 @@ type Cluster struct {
 	Broker, Relay, NATProbe, Client *Process
 	Brokers                         []*Process
 	NATS, HAProxy                   *Process
-	// BrokerAddrs are the brokers' own addresses (host:port), by index;
-	// NATSURL is the NATS server's URL with Config.Brokers.
-	BrokerAddrs []string
-	NATSURL     string
+	// BrokerAddrs are the brokers' own addresses (host:port), by index,
+	// and BrokerMetricsAddrs their operator listeners' (-metrics-addr, on
+	// loopback: GET /prometheus); NATSURL is the NATS server's URL with
+	// Config.Brokers.
+	BrokerAddrs        []string
+	BrokerMetricsAddrs []string
+	NATSURL            string
 	// Target is the built-in HTTP server the relay forwards to.
 	Target *Target
 	// BrokerURL ("http://127.0.0.1:port/"), RelayURL ("ws://..."),
@@ -284,8 +287,12 @@ func (c *Cluster) startBrokers(ctx context.Context, addr string, args []string) 
 	} else {
 		c.BrokerAddrs = []string{addr}
 	}
+	var err error
+	if c.BrokerMetricsAddrs, err = FreeAddrs(len(c.BrokerAddrs)); err != nil {
+		return err
+	}
 	for i, a := range c.BrokerAddrs {
-		name, bargs := "broker", append([]string{"-addr", a}, args...)
+		name, bargs := "broker", append([]string{"-addr", a, "-metrics-addr", c.BrokerMetricsAddrs[i]}, args...)
 		if clustered {
 			name = fmt.Sprintf("broker%d", i+1)
 			bargs = append(bargs, "-nats", c.NATSURL, "-instance", name)
@@ -307,7 +314,6 @@ func (c *Cluster) startBrokers(ctx context.Context, addr string, args []string) 
 	if !clustered {
 		return nil
 	}
-	var err error
 	c.HAProxy, err = StartHAProxy(ctx, HAProxyConfig{Path: haPath, Dir: c.cfg.Dir, Addr: addr, Brokers: c.BrokerAddrs})
 	if err != nil {
 		return err

@@ -25,7 +25,8 @@ metric() {
 	curl -s "$1" | awk -v s="$2" 'index($0, s) == 1 { sum += $NF } END { print sum + 0 }'
 }
 
-# start N: nats-server, N brokers on 127.0.0.1:1819x, HAProxy on LB_ADDR.
+# start N: nats-server, N brokers on 127.0.0.1:1819x (their operator
+# listeners, /prometheus, on 127.0.0.1:1829x), HAProxy on LB_ADDR.
 start() {
 	local n=$1 servers=""
 	printf 'listen: "%s"\n' "$NATS_ADDR" >"$OUT/cluster-nats.conf"
@@ -33,7 +34,7 @@ start() {
 	pids+=($!)
 	wait_port "$NATS_ADDR"
 	for i in $(seq "$n"); do
-		"$BIN/flurry-broker" -disable-tls -addr "127.0.0.1:1819$i" -disable-geoip \
+		"$BIN/flurry-broker" -disable-tls -addr "127.0.0.1:1819$i" -metrics-addr "127.0.0.1:1829$i" -disable-geoip \
 			-nats "nats://$NATS_ADDR" -instance "broker$i" 2>"$OUT/cluster-broker$i.log" &
 		pids+=($!)
 		wait_port "127.0.0.1:1819$i"
@@ -69,7 +70,7 @@ CFG
 crossed() {
 	local sum=0
 	for i in $(seq "$1"); do
-		v=$(metric "http://127.0.0.1:1819$i/prometheus" "flurry_broker_cluster_requests_total{instance=\"broker$i\",result=\"matched\"}")
+		v=$(metric "http://127.0.0.1:1829$i/prometheus" "flurry_broker_cluster_requests_total{instance=\"broker$i\",result=\"matched\"}")
 		sum=$(awk -v a="$sum" -v b="$v" 'BEGIN { print a + b }')
 	done
 	echo "$sum"
@@ -78,7 +79,7 @@ crossed() {
 for n in 1 3; do
 	echo "== $n instance(s) behind HAProxy: $PROXIES proxies, $CLIENTS clients, $DURATION"
 	start "$n"
-	checks=$(seq -s, -f "http://127.0.0.1:1819%g/prometheus" "$n")
+	checks=$(seq -s, -f "http://127.0.0.1:1829%g/prometheus" "$n")
 	"$BIN/flurry-loadgen" broker -url "http://$LB_ADDR" -proxies "$PROXIES" -clients "$CLIENTS" \
 		-duration "$DURATION" -check-urls "$checks" -json "$OUT/cluster-$n.json"
 	echo "matches that crossed instances: $(crossed "$n")"

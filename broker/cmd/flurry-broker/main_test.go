@@ -54,18 +54,23 @@ func TestFlagsToConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MetricsInterval != 24*time.Hour || c.MetricsAddr != "" || o.geoip != [2]string{broker.DefaultGeoIPFile, broker.DefaultGeoIP6File} ||
+	if c.MetricsInterval != 24*time.Hour || c.MetricsAddr != broker.DefaultMetricsAddr || c.PublicPrometheus || o.geoip != [2]string{broker.DefaultGeoIPFile, broker.DefaultGeoIP6File} ||
 		c.UnansweredPenalty != time.Hour || c.ListenAddr != ":443" || len(c.SQS) != 0 {
 		t.Errorf("defaults: %+v %+v", c, o)
 	}
 	c, _, err = parse(t, "-disable-tls", "-metrics-interval", "1m", "-metrics-addr", "127.0.0.1:9090", "-metrics-log", "m.log",
-		"-trusted-proxies", "10.0.0.0/8", "-rate-limit-exempt", "192.0.2.1", "-sqs-global-rate", "7")
+		"-trusted-proxies", "10.0.0.0/8", "-rate-limit-exempt", "192.0.2.1", "-sqs-global-rate", "7",
+		"-public-prometheus", "-page-rate", "2", "-page-burst", "3", "-page-global-rate", "4")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.MetricsInterval != time.Minute || c.MetricsAddr != "127.0.0.1:9090" || c.MetricsLogPath != "m.log" ||
-		len(c.TrustedProxies) != 1 || len(c.RateLimitExempt) != 1 || c.SQSGlobalRate != 7 {
+		len(c.TrustedProxies) != 1 || len(c.RateLimitExempt) != 1 || c.SQSGlobalRate != 7 ||
+		!c.PublicPrometheus || c.PageRate != 2 || c.PageBurst != 3 || c.PageGlobalRate != 4 {
 		t.Errorf("parsed: %+v", c)
+	}
+	if c, _, err := parse(t, "-disable-tls", "-metrics-addr", ""); err != nil || c.MetricsAddr != "" {
+		t.Errorf("-metrics-addr \"\": %q, %v", c.MetricsAddr, err)
 	}
 	if _, _, err := parse(t, "-disable-tls", "-trusted-proxies", "nonsense"); err == nil {
 		t.Error("a bad -trusted-proxies was accepted")
