@@ -13,6 +13,7 @@ import (
 	"github.com/flurrypt/flurry/client/internal/rendezvous"
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/internal/commalist"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -112,6 +113,14 @@ type Config struct {
 	// ICEServers must then be empty.
 	LoopbackOnly bool
 
+	// RelayKey is the relay's public key (relay-key), standard base64 of
+	// 32 bytes, as flurry-relay prints it. With it, every carrier is
+	// sealed (package common/tunnelseal): no proxy can inject packets
+	// into the session or pull its downstream to itself. Only a Flurry
+	// relay with the matching key accepts such carriers: leave it empty
+	// for Snowflake's relays.
+	RelayKey string
+
 	// Logger receives the client's logs; nil discards them. Logs carry no
 	// IP address unless the handler lets them through: wrap it with
 	// safelog.NewHandler.
@@ -158,12 +167,13 @@ type Config struct {
 // parsed once.
 type settings struct {
 	Config
-	broker     *url.URL           // BrokerURL, if set
-	ampCache   *url.URL           // AMPCacheURL, if set
-	socks5     *url.URL           // SOCKS5Proxy, if set
-	iceServers []webrtc.ICEServer // the ICEServers kept (webrtcpeer.ParseICEServers)
-	stunAddrs  []string           // host:port of the kept STUN servers, for NAT probing
-	skippedICE []string           // the ICEServers skipped, without credentials
+	broker     *url.URL              // BrokerURL, if set
+	ampCache   *url.URL              // AMPCacheURL, if set
+	socks5     *url.URL              // SOCKS5Proxy, if set
+	iceServers []webrtc.ICEServer    // the ICEServers kept (webrtcpeer.ParseICEServers)
+	stunAddrs  []string              // host:port of the kept STUN servers, for NAT probing
+	skippedICE []string              // the ICEServers skipped, without credentials
+	relayKey   *tunnelseal.PublicKey // RelayKey, if set
 }
 
 // settle fills defaults, checks cfg and parses its values. A Config
@@ -223,6 +233,13 @@ func (cfg Config) settle() (*settings, error) {
 			return nil, fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
 		}
 	}
+	if s.RelayKey != "" {
+		k, err := tunnelseal.ParsePublicKey(s.RelayKey)
+		if err != nil {
+			return nil, fmt.Errorf("%w: relay-key: %w", ErrInvalidConfig, err)
+		}
+		s.relayKey = &k
+	}
 	if err := s.settleRendezvous(); err != nil {
 		return nil, err
 	}
@@ -269,7 +286,7 @@ const sqsPackage = "github.com/flurrypt/flurry/client/sqs"
 // ApplyBridgeArgs returns cfg with the options of a bridge line applied
 // (tor passes them as SOCKS arguments; goptlib's pt.Args has this type).
 // Keys: url, front, fronts, ampcache, sqsqueue, sqscreds, ice, max,
-// fingerprint, utls-imitate, utls-nosni, covertdtls-config and
+// fingerprint, relay-key (Flurry's own), utls-imitate, utls-nosni, covertdtls-config and
 // covertdtls-fingerprint (ignored when covert DTLS is disabled). Unknown keys are ignored, as Snowflake does. Only the first
 // value of a repeated key counts.
 func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
@@ -306,6 +323,9 @@ func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
 			return cfg, fmt.Errorf("%w: max: not an integer", ErrInvalidConfig)
 		}
 		cfg.Max = n
+	}
+	if v, ok := get("relay-key"); ok {
+		cfg.RelayKey = v
 	}
 	if v, ok := get("fingerprint"); ok {
 		cfg.BridgeFingerprint = v

@@ -2,14 +2,13 @@ package client
 
 import (
 	"github.com/flurrypt/flurry/client/internal/multipath"
-	"github.com/flurrypt/flurry/common/encapsulation"
 )
 
 // WritePacket sends p as one encapsulated packet in one DataChannel
 // message.
 func (c *carrier) WritePacket(p []byte) error {
 	c.wbuf.Reset()
-	if _, err := encapsulation.WriteData(&c.wbuf, p); err != nil {
+	if err := c.appendPacket(p); err != nil {
 		return err
 	}
 	_, err := c.peer.Write(c.wbuf.Bytes())
@@ -25,7 +24,7 @@ func (c *carrier) WritePacket(p []byte) error {
 func (c *carrier) WritePackets(ps [][]byte) error {
 	c.wbuf.Reset()
 	for _, p := range ps {
-		if _, err := encapsulation.WriteData(&c.wbuf, p); err != nil {
+		if err := c.appendPacket(p); err != nil {
 			return err
 		}
 	}

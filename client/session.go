@@ -18,6 +18,7 @@ import (
 	"github.com/flurrypt/flurry/client/internal/multipath"
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 	"github.com/flurrypt/flurry/common/encapsulation"
+	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 )
 
@@ -33,6 +34,7 @@ func (relayAddr) String() string  { return "relay" }
 type session struct {
 	c     *Client
 	id    turbotunnel.ClientID
+	seal  *tunnelseal.Client // seals the carriers; nil without Config.RelayKey (seal.go)
 	log   *slog.Logger
 	pconn *multipath.Conn
 	acks  kcpAcks
@@ -53,10 +55,18 @@ type session struct {
 }
 
 func newSession(c *Client) (*session, error) {
+	seal, err := newSeal(c.cfg)
+	if err != nil {
+		return nil, err
+	}
 	id := turbotunnel.NewClientID()
+	if seal != nil {
+		id = seal.ClientID()
+	}
 	s := &session{
 		c:         c,
 		id:        id,
+		seal:      seal,
 		log:       c.log.With("session", id.String()),
 		connected: make(chan struct{}),
 	}
@@ -243,7 +253,7 @@ func (s *session) collect(ctx context.Context) {
 // addPeer opens the turbotunnel stream on peer and adds it to the
 // session's carriers.
 func (s *session) addPeer(peer *webrtcpeer.Peer) error {
-	car, err := newCarrier(peer, s.id)
+	car, err := newCarrier(peer, s.id, s.seal)
 	if err != nil {
 		_ = peer.Close()
 		return err
@@ -279,16 +289,21 @@ func (s *session) closing() bool {
 // reads encapsulated packets (skipping padding) from the received bytes.
 type carrier struct {
 	peer      *webrtcpeer.Peer
-	wbuf      bytes.Buffer // owned by the writer
+	send      *tunnelseal.Stream // the writer's, if sealed (seal.go)
+	recv      *tunnelseal.Stream // the reader's, if sealed
+	wbuf      bytes.Buffer       // owned by the writer
 	onClose   func(reason error)
 	closeOnce sync.Once
 }
 
 // newCarrier writes the token and the ClientID, as two messages as
-// Snowflake's client does.
-func newCarrier(peer *webrtcpeer.Peer, id turbotunnel.ClientID) (*carrier, error) {
+// Snowflake's client does, or with seal, a sealed join header.
+func newCarrier(peer *webrtcpeer.Peer, id turbotunnel.ClientID, seal *tunnelseal.Client) (*carrier, error) {
 	c := &carrier{peer: peer}
-	c.wbuf.Grow(multipath.MaxBatch * (encapsulation.MaxPrefixLength + multipath.BufferSize))
+	c.wbuf.Grow(multipath.MaxBatch * (encapsulation.MaxPrefixLength + multipath.BufferSize + tunnelseal.Overhead))
+	if seal != nil {
+		return c, c.joinSealed(seal)
+	}
 	if _, err := peer.Write(turbotunnel.Token[:]); err != nil {
 		return nil, fmt.Errorf("send token: %w", err)
 	}
@@ -302,6 +317,9 @@ func (c *carrier) ReadPacket(p []byte) (int, error) {
 	n, err := encapsulation.ReadData(c.peer, p)
 	if errors.Is(err, encapsulation.ErrTooLong) {
 		return 0, err
+	}
+	if c.recv != nil {
+		return c.open(p[:n], err)
 	}
 	if err != nil && n == 0 {
 		return 0, err

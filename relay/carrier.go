@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/common/encapsulation"
+	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/relay/internal/idlepoll"
 	"github.com/flurrypt/flurry/relay/internal/wsserver"
@@ -67,7 +68,7 @@ type bufferPools struct {
 func newBufferPools() *bufferPools {
 	p := &bufferPools{}
 	p.packets.New = func() any {
-		b := make([]byte, maxPacketSize)
+		b := make([]byte, maxPacketSize+tunnelseal.Overhead)
 		return &b
 	}
 	p.messages.New = func() any {
@@ -106,6 +107,9 @@ type carrier struct {
 	peer  netip.Addr       // the proxy's budget key (see admission.go)
 	ended func()           // called once the carrier has ended, if set
 	park  *idlepoll.Handle // nil: the carrier never parks
+	seal  *carrierSeal     // nil: a Snowflake carrier, packets in clear (seal.go)
+
+	sealJoin uint64 // a sealed carrier's join number
 
 	// Owned by the reader (one at a time; the poller hands the carrier
 	// from one to the next).
@@ -148,7 +152,14 @@ func (c *carrier) serve() {
 	c.r.stats.connsTotal.Add(1)
 	c.r.stats.connsActive.Add(1)
 	var hasSession bool
-	c.client, hasSession = c.r.attachClient(c.id, c.addr)
+	c.client, hasSession = c.r.attachClient(c, c.id, c.addr)
+	if c.client == nil {
+		c.r.stats.connsActive.Add(-1)
+		c.conn.Close()
+		c.conn.Release()
+		c.end()
+		return
+	}
 	c.shard = c.r.shardFor(c.id)
 	if hasSession {
 		c.startWriter()
@@ -200,6 +211,9 @@ func (c *carrier) handshake() bool {
 	}
 	// Read the token first, so that a wrong one is refused at once.
 	n, err := io.ReadFull(c.conn, c.hdr[:turbotunnel.TokenLen])
+	if err == nil && c.r.seal != nil && bytes.Equal(c.hdr[:turbotunnel.TokenLen], tunnelseal.SealedToken[:]) {
+		return c.handshakeSealed()
+	}
 	if err == nil && !bytes.Equal(c.hdr[:turbotunnel.TokenLen], turbotunnel.Token[:]) {
 		c.r.stats.fail(failBadToken)
 		c.r.log.Debug("carrier without turbotunnel token (unsupported oneshot connection)")
@@ -247,10 +261,17 @@ func (c *carrier) readLoop() error {
 		}
 		bp := c.r.pools.packets.Get().(*[]byte)
 		c.pr = prefixedReader{first: c.first[0], c: c}
-		n, data, err := encapsulation.ReadChunk(&c.pr, *bp)
+		buf := (*bp)[:maxPacketSize]
+		if c.seal != nil {
+			buf = *bp // room for the tag
+		}
+		n, data, err := encapsulation.ReadChunk(&c.pr, buf)
 		if errors.Is(err, io.ErrShortBuffer) {
 			// Oversize packet: keep its head, as Snowflake does.
-			n, err = len(*bp), nil
+			n, err = len(buf), nil
+		}
+		if err == nil && data && c.seal != nil {
+			n, err = c.open(buf[:n])
 		}
 		if err == nil && !data {
 			// Padding: traffic for the idle timeout, nothing for KCP.
@@ -384,7 +405,7 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 		c.appendPacket(buf, p)
 		pconn.Restore(p)
 	batch:
-		for ok && buf.Len()+maxPacketSize+3 <= maxMessageSize {
+		for ok && buf.Len()+maxPacketSize+3+tunnelseal.Overhead <= maxMessageSize {
 			select {
 			case p, ok = <-queue:
 				if ok {
@@ -410,6 +431,10 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 }
 
 func (c *carrier) appendPacket(buf *bytes.Buffer, p []byte) {
+	if c.seal != nil {
+		c.appendSealed(buf, p)
+		return
+	}
 	// Writing to a bytes.Buffer cannot fail.
 	_, _ = encapsulation.WriteData(buf, p)
 	c.r.stats.carrierOut.Add(uint64(len(p)))

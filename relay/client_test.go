@@ -16,6 +16,7 @@ import (
 	"github.com/xtaci/smux"
 
 	"github.com/flurrypt/flurry/common/encapsulation"
+	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
 	"github.com/flurrypt/flurry/internal/chaintest/loopback"
@@ -35,6 +36,13 @@ type testCarrier struct {
 	packets atomic.Int64 // packets received on this carrier
 	sent    atomic.Int64 // packets sent on this carrier
 	done    chan struct{}
+
+	// Sealed carriers (seal_test.go): the directions, and the join header
+	// sent.
+	wmu    sync.Mutex // orders sealed writes
+	send   *tunnelseal.Stream
+	recv   *tunnelseal.Stream
+	header []byte
 }
 
 // kill drops the carrier abruptly, as a dying proxy would.
@@ -43,7 +51,8 @@ func (c *testCarrier) kill() { c.raw.Close() }
 // testPacketConn is a net.PacketConn over the carriers of one ClientID.
 type testPacketConn struct {
 	id       turbotunnel.ClientID
-	addr     net.Addr // id.Addr(), made once: what ReadFrom returns
+	addr     net.Addr           // id.Addr(), made once: what ReadFrom returns
+	seal     *tunnelseal.Client // sealed carriers if set (newSealedPacketConn)
 	incoming chan []byte
 	closed   chan struct{}
 	once     sync.Once
@@ -67,11 +76,15 @@ func (p *testPacketConn) dialCarrier(tb testing.TB, wsURL string) *testCarrier {
 		tb.Fatalf("dial carrier: %v", err)
 	}
 	c := &testCarrier{conn: websocketconn.New(ws), raw: ws.UnderlyingConn(), done: make(chan struct{})}
-	if _, err := c.conn.Write(turbotunnel.Token[:]); err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := c.conn.Write(p.id[:]); err != nil {
-		tb.Fatal(err)
+	if p.seal != nil {
+		p.joinSealed(tb, c)
+	} else {
+		if _, err := c.conn.Write(turbotunnel.Token[:]); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := c.conn.Write(p.id[:]); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	p.mu.Lock()
 	p.carriers = append(p.carriers, c)
@@ -84,6 +97,11 @@ func (p *testPacketConn) dialCarrier(tb testing.TB, wsURL string) *testCarrier {
 		buf := make([]byte, 2048)
 		for {
 			n, err := encapsulation.ReadData(c.conn, buf)
+			if err == nil && c.recv != nil {
+				var pkt []byte
+				pkt, err = c.recv.Open(buf[:n])
+				n = len(pkt)
+			}
 			if err != nil {
 				c.conn.Close()
 				return
@@ -137,7 +155,14 @@ func (p *testPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 	p.next++
 	p.mu.Unlock()
 	var msg bytes.Buffer
-	encapsulation.WriteData(&msg, b)
+	if c.send != nil {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		chunk, _ := c.send.AppendChunk(nil, b)
+		msg.Write(chunk)
+	} else {
+		encapsulation.WriteData(&msg, b)
+	}
 	if _, err := c.conn.Write(msg.Bytes()); err == nil {
 		c.sent.Add(1)
 	}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 )
 
@@ -28,11 +29,15 @@ const (
 	DefaultMaxConns           = 100000
 	DefaultMaxSessions        = 20000
 	DefaultMaxCarriersPerAddr = 1000
-	DefaultNewSessionRate     = 5.0
-	DefaultNewSessionBurst    = 50
-	DefaultSessionOpenTimeout = 5 * time.Second
-	DefaultDialTimeout        = 10 * time.Second
-	DefaultShutdownTimeout    = 5 * time.Second
+	// DefaultMaxCarriersPerClient is what a multipath client needs: a
+	// Flurry client keeps up to 16 proxies (client.MaxMax), plus a few
+	// that are replacing dying ones.
+	DefaultMaxCarriersPerClient = 20
+	DefaultNewSessionRate       = 5.0
+	DefaultNewSessionBurst      = 50
+	DefaultSessionOpenTimeout   = 5 * time.Second
+	DefaultDialTimeout          = 10 * time.Second
+	DefaultShutdownTimeout      = 5 * time.Second
 	// DefaultClientTimeout is how long a ClientID's outgoing packet queue
 	// lives without traffic (Snowflake's clientMapTimeout).
 	DefaultClientTimeout = time.Minute
@@ -111,6 +116,17 @@ type Config struct {
 	// second) and DefaultNewSessionBurst; a negative rate means no limit.
 	NewSessionRate  float64
 	NewSessionBurst int
+	// MaxCarriersPerClient caps the concurrent carriers of one ClientID
+	// whose carriers are not sealed (Snowflake's protocol): a proxy that
+	// learnt the ClientID can add carriers only up to it. Default
+	// DefaultMaxCarriersPerClient; negative means no limit.
+	MaxCarriersPerClient int
+	// RelayKey, if not nil, is the relay's X25519 private key: carriers
+	// that prove a session key derived from it (package
+	// common/tunnelseal; clients get the public key as the bridge-line
+	// argument relay-key) are accepted, their packets authenticated and
+	// encrypted. Snowflake carriers are accepted with or without it.
+	RelayKey *tunnelseal.PrivateKey
 	// MaxSessions caps live KCP sessions; a carrier whose first packet
 	// would start one more is closed. Default DefaultMaxSessions;
 	// negative means no limit.
@@ -176,6 +192,13 @@ func (cfg Config) settle() (*settings, error) {
 	}
 	if cfg.MaxCarriersPerAddr == 0 {
 		cfg.MaxCarriersPerAddr = DefaultMaxCarriersPerAddr
+	}
+	if cfg.MaxCarriersPerClient == 0 {
+		cfg.MaxCarriersPerClient = DefaultMaxCarriersPerClient
+	}
+	if cfg.RelayKey != nil {
+		k := *cfg.RelayKey
+		cfg.RelayKey = &k
 	}
 	if cfg.NewSessionRate == 0 {
 		cfg.NewSessionRate = DefaultNewSessionRate

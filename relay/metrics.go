@@ -14,9 +14,11 @@ const (
 	failBadToken = "bad_token" // not the turbotunnel token
 	failTimeout  = "timeout"   // token or ClientID not sent in time
 	failError    = "error"     // other read error during the handshake
+	failBadSeal  = "bad_seal"  // a sealed join header that does not authenticate, or a replayed one (seal.go)
+	failJoin     = "join"      // a carrier its ClientID's session may not take (seal.go)
 )
 
-var failReasons = [...]string{failUpgrade, failEOF, failBadToken, failTimeout, failError}
+var failReasons = [...]string{failUpgrade, failEOF, failBadToken, failTimeout, failError, failBadSeal, failJoin}
 
 // Rejection reasons (requests refused before any upgrade).
 const (
@@ -64,6 +66,9 @@ type counters struct {
 	sessionsAbandoned atomic.Uint64
 	sessionsSilent    atomic.Int64
 	silentDrops       atomic.Uint64
+	// sealFailures counts sealed packets that did not authenticate (each
+	// ends its carrier: see seal.go).
+	sealFailures atomic.Uint64
 }
 
 func (c *counters) refuse(reason string) {
@@ -118,6 +123,9 @@ type Stats struct {
 	// QueueDrops counts packets dropped because a turbotunnel queue was
 	// full.
 	QueueDrops uint64
+	// SealFailures counts sealed packets that did not authenticate; each
+	// ended its carrier, none reached KCP.
+	SealFailures uint64
 	// Backends is each of Config.Backends' state, in their order.
 	Backends []BackendStats
 }
@@ -150,6 +158,7 @@ func newRegistry(c *counters, drops func() float64) *prometheus.Registry {
 		counter("sessions_abandoned_total", "KCP sessions closed because their client had no carrier for the abandon timeout.", u(&c.sessionsAbandoned)),
 		gauge("sessions_silent", "Live KCP sessions whose client has had no carrier for the queue lifetime; they send nothing.", i(&c.sessionsSilent)),
 		counter("silent_drops_total", "Packets of silent sessions dropped before they were queued.", u(&c.silentDrops)),
+		counter("seal_failures_total", "Sealed packets that did not authenticate (each ended its carrier).", u(&c.sealFailures)),
 		counter("queue_drops_total", "Packets dropped because a turbotunnel queue was full.", drops),
 	)
 	for _, d := range []struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/relay/internal/idlepoll"
 	"github.com/flurrypt/flurry/relay/internal/wsserver"
@@ -35,9 +36,10 @@ type Relay struct {
 	ws       *wsserver.Pools            // the carriers' WebSocket read and write buffers
 	poller   *idlepoll.Poller[*carrier] // idle carriers waiting to be readable; nil where unsupported
 	registry *prometheus.Registry
-	backends *backendPool // nil without Config.Backends
-	adm      *admission   // per-peer budgets of the handler (forwarded addresses from trusted proxies)
-	conns    *admission   // per-peer connection counts of Serve's listener (TCP peers)
+	backends *backendPool      // nil without Config.Backends
+	adm      *admission        // per-peer budgets of the handler (forwarded addresses from trusted proxies)
+	conns    *admission        // per-peer connection counts of Serve's listener (TCP peers)
+	seal     *tunnelseal.Relay // checks sealed join headers; nil without Config.RelayKey
 
 	closing   chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -60,6 +62,7 @@ type clientState struct {
 	// a session, and cleared when the session ends: until then, the
 	// carriers' packets go through admitSession.
 	admitted atomic.Bool
+	join     joinState // sealed or not, and the joins seen (seal.go)
 }
 
 // New returns a Relay configured by cfg (see Config for defaults). It
@@ -84,6 +87,11 @@ func New(cfg Config) (*Relay, error) {
 		conns:    newAdmission(Config{MaxCarriersPerAddr: cfg.MaxCarriersPerAddr}),
 	}
 	r.ws = wsserver.NewPools()
+	if cfg.RelayKey != nil {
+		if r.seal, err = tunnelseal.NewRelay(*cfg.RelayKey); err != nil {
+			return nil, fmt.Errorf("%w: RelayKey: %w", ErrInvalidConfig, err)
+		}
+	}
 	if p, err := idlepoll.New(func(c *carrier) {
 		r.stats.connsParked.Add(-1)
 		go c.resume()
@@ -237,15 +245,22 @@ func (r *Relay) removeCarrier(c *carrier) {
 	r.mu.Unlock()
 }
 
-// attachClient records that a carrier for id (from client address addr) has
-// completed its handshake, and returns id's state (valid until
-// detachClient) and whether id already has a live session.
-func (r *Relay) attachClient(id turbotunnel.ClientID, addr netip.Addr) (st *clientState, hasSession bool) {
+// attachClient records that carrier c for id (from client address addr)
+// has completed its handshake, and returns id's state (valid until
+// detachClient) and whether id already has a live session. It returns a
+// nil state if id's session may not take c (see mayJoin).
+func (r *Relay) attachClient(c *carrier, id turbotunnel.ClientID, addr netip.Addr) (st *clientState, hasSession bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st = r.clients[id]
-	if st == nil {
+	fresh := st == nil
+	if fresh {
 		st = &clientState{}
+	}
+	if !r.mayJoin(st, c) {
+		return nil, false
+	}
+	if fresh {
 		r.clients[id] = st
 	}
 	st.carriers++
@@ -437,6 +452,7 @@ func (r *Relay) Stats() Stats {
 		SilentSessions:    c.sessionsSilent.Load(),
 		SilentDrops:       c.silentDrops.Load(),
 		QueueDrops:        r.queueDrops(),
+		SealFailures:      c.sealFailures.Load(),
 	}
 	for i, reason := range failReasons {
 		s.HandshakeFailures[reason] = c.handshakeFail[i].Load()

@@ -34,6 +34,8 @@ import (
 const methodName = "snowflake"
 
 type flags struct {
+	relayKeyFile                    string
+	maxCarriersPerClient            int
 	addr, forward, path             string
 	backends                        []relay.Backend
 	tls                             serve.TLSFlags
@@ -100,6 +102,8 @@ Flags:
 	flag.IntVar(&f.maxSessions, "max-sessions", relay.DefaultMaxSessions, "maximum live KCP sessions (negative: no limit)")
 	flag.DurationVar(&f.sessionOpenTimeout, "session-open-timeout", relay.DefaultSessionOpenTimeout, "close a KCP session that has opened no stream and has no carrier after this long (with a carrier, after 6 times this)")
 	flag.StringVar(&f.orportSrcAddr, "orport-srcaddr", "", "managed mode: IP address or CIDR prefix to take ORPort source addresses from (tor's ServerTransportOptions orport-srcaddr overrides it)")
+	flag.StringVar(&f.relayKeyFile, "relay-key-file", defaultRelayKeyFile(), "file holding the relay's X25519 key, created on first start; its public key goes in bridge lines as relay-key= (sealed carriers: no proxy can inject into or steal a session). Empty: Snowflake carriers only")
+	flag.IntVar(&f.maxCarriersPerClient, "max-carriers-per-client", relay.DefaultMaxCarriersPerClient, "maximum concurrent carriers of one Snowflake (unsealed) ClientID (negative: no limit)")
 	flag.StringVar(&f.logFile, "log", "", "append logs to this file (default: stderr)")
 	flag.BoolVar(&f.unsafeLogging, "unsafe-logging", false, "do not scrub IP addresses from logs")
 	flag.BoolVar(&f.showVersion, "version", false, "print the version and exit")
@@ -169,6 +173,17 @@ func run(f *flags, logger *slog.Logger) error {
 		NewSessionRate:     f.newSessionRate,
 		NewSessionBurst:    f.newSessionBurst,
 		SessionOpenTimeout: f.sessionOpenTimeout,
+
+		MaxCarriersPerClient: f.maxCarriersPerClient,
+	}
+	if f.relayKeyFile != "" {
+		key, pub, err := loadRelayKey(f.relayKeyFile)
+		if err != nil {
+			return err
+		}
+		cfg.RelayKey = &key
+		logger.Info("sealed carriers on: add to bridge lines", "relay-key", pub)
+		fmt.Fprintf(os.Stderr, "relay-key=%s\n", pub)
 	}
 	trusted, err := clientaddr.ParsePrefixes("trusted-proxies", f.trustedProxies)
 	if err != nil {
