@@ -88,7 +88,7 @@ interop: ## Against Snowflake v2.14.1 built from its Go module: mixed chains, fa
 censorlab: ## Flurry and Snowflake v2.14.1 through each censor program of the network lab, client behind a user-space middlebox (root; matrix printed, JSON in out/censorlab.json; see docs/censorship.md)
 	@mkdir -p out
 	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
-		FLURRY_CENSORLAB_OUT=$(abspath out/censorlab.json) $(GO) test -v -count=1 -timeout 15m -parallel 4 -run '^TestCensorLab$$' .
+		FLURRY_CENSORLAB_OUT=$(abspath out/censorlab.json) $(GO) test -v -count=1 -timeout 15m -parallel 8 -run '^TestCensorLab$$' .
 
 snowflake-bins: ## Build Snowflake v2.14.1's broker, proxy, client and server into DIR (default: the user's cache directory); reused while the Go version is the same
 	cd interop && $(GO) run ./cmd/snowflake-bins $(if $(DIR),-o $(abspath $(DIR)))

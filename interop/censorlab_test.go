@@ -21,26 +21,40 @@ import (
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/stuntest"
 	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/turntest"
 	"github.com/flurrypt/flurry/internal/webrtcfp"
 	"github.com/flurrypt/flurry/netlab"
 	"github.com/flurrypt/flurry/netlab/censor"
+	"github.com/pion/transport/v5/stdnet"
 )
 
 // labConfig is one column of the censor lab's matrix: a chain, the
 // covert DTLS mode its client and proxy are given ("" leaves each binary
-// at its default), and whether the client reaches the broker by domain
-// fronting through a CDN stand-in.
+// at its default), how the client reaches the broker, and whether it has a
+// TURN server (over TCP) beside its STUN server.
 type labConfig struct {
-	Name    string
-	Roles   Roles
-	Covert  string
-	Fronted bool
+	Name       string
+	Roles      Roles
+	Covert     string
+	Rendezvous rendezvous
+	TURN       bool
 }
+
+// rendezvous is how a lab's client reaches the broker.
+type rendezvous uint8
+
+const (
+	direct   rendezvous = iota // straight to the broker's address
+	fronted                    // domain fronting through a CDN stand-in
+	ampRoute                   // through an AMP cache stand-in, fronted
+)
 
 // labConfigs are the matrix's columns: each implementation at its
 // defaults, Flurry in each covert DTLS mode, the mixed chains a Flurry
 // user meets (our client with Snowflake's volunteers, Snowflake's client
-// with ours), and both clients with fronted rendezvous.
+// with ours), both clients with fronted and AMP cache rendezvous, and
+// Flurry's client with a TURN server over TCP (Snowflake's client takes
+// only STUN servers).
 func labConfigs() []labConfig {
 	sf := Roles{Snowflake, Snowflake, Snowflake, Snowflake}
 	return []labConfig{
@@ -53,8 +67,11 @@ func labConfigs() []labConfig {
 		// Broker and relay are Flurry's in both mixed chains.
 		{Name: "fl-client+sf-proxy", Roles: Roles{Broker: Flurry, Proxy: Snowflake, Client: Flurry, Relay: Flurry}},
 		{Name: "sf-client+fl-proxy", Roles: Roles{Broker: Flurry, Proxy: Flurry, Client: Snowflake, Relay: Flurry}},
-		{Name: "snowflake-fronted", Roles: sf, Fronted: true},
-		{Name: "flurry-fronted", Roles: Roles{}, Fronted: true},
+		{Name: "snowflake-fronted", Roles: sf, Rendezvous: fronted},
+		{Name: "flurry-fronted", Roles: Roles{}, Rendezvous: fronted},
+		{Name: "snowflake-amp", Roles: sf, Rendezvous: ampRoute},
+		{Name: "flurry-amp", Roles: Roles{}, Rendezvous: ampRoute},
+		{Name: "flurry-turn", Roles: Roles{}, TURN: true},
 	}
 }
 
@@ -125,11 +142,12 @@ type labResult struct {
 // program of the lab (real processes, the client behind the lab's
 // middlebox), downloads labFileSize through each and checks it, and
 // prints the matrix as a table and JSON (FLURRY_CENSORLAB_OUT names a file
-// for the JSON). It fails if Flurry at its defaults is blocked by a censor
+// for the JSON; FLURRY_CENSORLAB_LOGS=1 prints the logs of blocked cells).
+// It fails if Flurry at its defaults is blocked by a censor
 // that Snowflake at its defaults gets through, or if a chain is blocked
 // without any censor. Each cell is a parallel subtest, CENSOR/CHAIN: a
-// blocked cell only waits, so `make censorlab` runs four at once
-// (-parallel 4), and -run picks cells.
+// blocked cell only waits, so `make censorlab` runs eight at once
+// (-parallel 8), and -run picks cells.
 func TestCensorLab(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the censor lab takes minutes")
@@ -225,8 +243,27 @@ func runLabCell(t *testing.T, i int, cfg labConfig, censorName string, allow []s
 	}
 	chainCfg := ChainConfig{Roles: cfg.Roles, Flurry: fl, Snowflake: sf, FileSize: size, STUN: stunURL, Covert: cfg.Covert, Lab: lab,
 		Dir: filepath.Join(t.TempDir(), "chain")}
-	if cfg.Fronted {
+	if cfg.Rendezvous != direct {
 		chainCfg.Front = lab.OutsideAddr(labCDNAddr).String()
+	}
+	if cfg.Rendezvous == ampRoute {
+		chainCfg.AMPCache = "http://" + ampCacheHost + "/"
+	}
+	if cfg.TURN {
+		// The TURN server relays from the proxies' address, the only
+		// peer it lets its clients reach.
+		var turnURL string
+		if err := lab.Do(netlab.Outside, func() error {
+			n, err := stdnet.NewNet()
+			if err != nil {
+				return err
+			}
+			turnURL = turntest.StartNet(t, lab.OutsideAddr(labMainAddr), "flurry", "lab", outsideNet{n, lab}).URL
+			return nil
+		}); err != nil {
+			return fail(err)
+		}
+		chainCfg.ClientICE = stunURL + "," + turnURL
 	}
 	c, err := StartChain(ctx, chainCfg)
 	if err != nil {
@@ -234,7 +271,7 @@ func runLabCell(t *testing.T, i int, cfg labConfig, censorName string, allow []s
 		return fail(err)
 	}
 	defer c.Close()
-	if cfg.Fronted {
+	if chainCfg.Front != "" {
 		if err := startCDN(t, lab, chainCfg.Front, c.BrokerURL); err != nil {
 			t.Errorf("%s / %s: CDN: %v", cfg.Name, censorName, err)
 			return fail(err)
@@ -254,8 +291,8 @@ func runLabCell(t *testing.T, i int, cfg labConfig, censorName string, allow []s
 		if errors.Is(err, demo.ErrChecksum) {
 			t.Errorf("%s / %s: corrupted download: %v", cfg.Name, censorName, err)
 		}
-		if censorName == "none" {
-			t.Logf("%s without a censor failed; logs:\n%s", cfg.Name, c.LogTails(20))
+		if censorName == "none" || os.Getenv("FLURRY_CENSORLAB_LOGS") != "" {
+			t.Logf("%s / %s failed; logs:\n%s", cfg.Name, censorName, c.LogTails(30))
 		}
 		return fail(err)
 	}
@@ -265,9 +302,32 @@ func runLabCell(t *testing.T, i int, cfg labConfig, censorName string, allow []s
 	return res
 }
 
+// outsideNet opens the TURN server's relay sockets on the lab's outside:
+// the server opens them from goroutines of its own, which the lab's Do
+// does not move.
+type outsideNet struct {
+	*stdnet.Net
+	lab *netlab.Lab
+}
+
+func (n outsideNet) ListenPacket(network, address string) (conn net.PacketConn, err error) {
+	err = n.lab.Do(netlab.Outside, func() error {
+		conn, err = n.Net.ListenPacket(network, address)
+		return err
+	})
+	return conn, err
+}
+
+// ampCacheHost is the AMP cache stand-in's name; the AMP client asks
+// for a subdomain of it named after the broker.
+const ampCacheHost = "amp.cache.example"
+
 // startCDN runs a CDN stand-in on the lab's outside at front (port 80): it
 // forwards every request for FrontedBrokerHost to the broker, as a CDN
-// that fronts the broker's domain does, and refuses any other host.
+// that fronts the broker's domain does, and stands in for an AMP cache
+// too: a request to a subdomain of ampCacheHost for
+// /c/FrontedBrokerHost/PATH goes to the broker's /PATH. Other hosts are
+// refused.
 func startCDN(t *testing.T, lab *netlab.Lab, front, brokerURL string) error {
 	target, err := url.Parse(brokerURL)
 	if err != nil {
@@ -286,9 +346,15 @@ func startCDN(t *testing.T, lab *netlab.Lab, front, brokerURL string) error {
 			return conn, err
 		},
 	}
+	ampPrefix := "/c/" + FrontedBrokerHost + "/"
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Host != FrontedBrokerHost {
+			switch {
+			case r.Host == FrontedBrokerHost:
+			case strings.HasSuffix(r.Host, "."+ampCacheHost) && strings.HasPrefix(r.URL.Path, ampPrefix):
+				r.URL.Path = "/" + strings.TrimPrefix(r.URL.Path, ampPrefix)
+				r.URL.RawPath = ""
+			default:
 				http.Error(w, "unknown host", http.StatusNotFound)
 				return
 			}

@@ -81,6 +81,12 @@ type ChainConfig struct {
 	// broker as FrontedBrokerHost and its -fronts is Front. The caller runs
 	// the CDN at Front that forwards those requests to BrokerURL.
 	Front string
+	// AMPCache, if set with Front, is the AMP cache URL the client gives
+	// -ampcache: its rendezvous then goes through the cache (the CDN at
+	// Front stands in for it too).
+	AMPCache string
+	// ClientICE, if set, is the client's -ice instead of STUN.
+	ClientICE string
 	// Lab, if set, puts the chain across a network lab: the client on its
 	// client side, every other role (and the target and STUN server the
 	// caller starts there) on its outside, so that all the client sends
@@ -283,7 +289,13 @@ func (c *Chain) start(ctx context.Context) error {
 		args[1] = "http://" + FrontedBrokerHost + "/"
 		args = append(args, "-fronts", c.cfg.Front)
 	}
-	if c.cfg.STUN != "" {
+	if c.cfg.AMPCache != "" {
+		args = append(args, "-ampcache", c.cfg.AMPCache)
+	}
+	switch {
+	case c.cfg.ClientICE != "":
+		args = append(args, "-ice", c.cfg.ClientICE)
+	case c.cfg.STUN != "":
 		args = append(args, "-ice", c.cfg.STUN)
 	}
 	if c.cfg.Covert != "" {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/pion/transport/v5"
 	"github.com/pion/turn/v5"
 )
 
@@ -31,6 +32,15 @@ const realm = "flurry.test"
 // Start starts a TURN server on addr (TCP, port chosen by the system) that
 // accepts user and password; it stops when the test ends.
 func Start(t testing.TB, addr netip.Addr, user, password string) *Server {
+	t.Helper()
+	return StartNet(t, addr, user, password, nil)
+}
+
+// StartNet is Start with the network its relay sockets are opened on
+// (nil: the process's own). The server opens them while it runs, so a
+// test whose server listens in another network namespace passes a Net
+// that opens them there too.
+func StartNet(t testing.TB, addr netip.Addr, user, password string, relayNet transport.Net) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
 	if err != nil {
@@ -56,6 +66,7 @@ func Start(t testing.TB, addr netip.Addr, user, password string) *Server {
 			RelayAddressGenerator: &turn.RelayAddressGeneratorStatic{
 				RelayAddress: net.IP(addr.AsSlice()),
 				Address:      addr.String(),
+				Net:          relayNet,
 			},
 			PermissionHandler: func(_ net.Addr, peer net.IP) bool {
 				p, ok := netip.AddrFromSlice(peer)
