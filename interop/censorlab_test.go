@@ -143,9 +143,10 @@ type labResult struct {
 // middlebox), downloads labFileSize through each and checks it, and
 // prints the matrix as a table and JSON (FLURRY_CENSORLAB_OUT names a file
 // for the JSON; FLURRY_CENSORLAB_LOGS=1 prints the logs of blocked cells).
-// It fails if Flurry at its defaults is blocked by a censor
-// that Snowflake at its defaults gets through, or if a chain is blocked
-// without any censor. Each cell is a parallel subtest, CENSOR/CHAIN: a
+// It fails if a chain is blocked without any censor, if Flurry at its
+// defaults is blocked by a censor that Snowflake at its defaults gets
+// through, or if a documented way around a censor (labWaysAround) does
+// not get through. Each cell is a parallel subtest, CENSOR/CHAIN: a
 // blocked cell only waits, so `make censorlab` runs eight at once
 // (-parallel 8), and -run picks cells.
 func TestCensorLab(t *testing.T) {
@@ -188,6 +189,10 @@ func TestCensorLab(t *testing.T) {
 		}
 	})
 
+	results = checkLab(t, results, func(cfgName, censorName string) labResult {
+		i := slices.IndexFunc(labConfigs(), func(c labConfig) bool { return c.Name == cfgName })
+		return runLabCell(t, len(cells)+i, labConfigs()[i], censorName, allow, fl, sf)
+	})
 	t.Logf("censor lab (%d MiB through each chain, 1 MiB under udp-throttle; the client behind the middlebox on the %s profile; SHA-256 checked):\n%s",
 		labFileSize>>20, labProfile, formatLab(results))
 	b, err := json.MarshalIndent(results, "", "  ")
@@ -199,7 +204,6 @@ func TestCensorLab(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	checkLab(t, results)
 }
 
 // runLabCell builds a lab with the named censor, starts the chain across
@@ -374,23 +378,74 @@ func startCDN(t *testing.T, lab *netlab.Lab, front, brokerURL string) error {
 	return nil
 }
 
-// checkLab asserts what the lab must show: every chain works without a
-// censor, and Flurry at its defaults gets through wherever Snowflake at its
-// defaults does.
-func checkLab(t *testing.T, results []labResult) {
-	t.Helper()
+// labWaysAround are the cells that show a known way around a censor: the
+// configuration a user or operator should set (docs/censorship.md).
+var labWaysAround = [][2]string{
+	{"flurry", "dtls-ja4-block"},
+	{"flurry", "dtls-bytes-2022"},
+	{"flurry", "dtls-allowlist"},
+	{"flurry-fronted", "sni-block"},
+	{"flurry-amp", "sni-block"},
+	{"flurry-turn", "udp-block"},
+}
+
+// labMustPass returns the cells of results that must get through, and
+// did not: every chain without a censor, Flurry at its defaults wherever
+// Snowflake at its defaults gets through, and labWaysAround.
+func labMustPass(results []labResult) [][2]string {
 	through := map[[2]string]bool{}
+	ran := map[[2]string]bool{}
 	for _, r := range results {
-		through[[2]string{r.Config, r.Censor}] = r.Through
-		if r.Censor == "none" && !r.Through {
-			t.Errorf("%s fails without any censor: %s", r.Config, r.Error)
-		}
+		k := [2]string{r.Config, r.Censor}
+		through[k], ran[k] = r.Through, true
+	}
+	var want [][2]string
+	for _, c := range labConfigs() {
+		want = append(want, [2]string{c.Name, "none"})
 	}
 	for _, name := range labCensors() {
-		if through[[2]string{"snowflake", name}] && !through[[2]string{"flurry", name}] {
-			t.Errorf("%s: Snowflake at its defaults gets through, Flurry at its defaults does not", name)
+		if through[[2]string{"snowflake", name}] {
+			want = append(want, [2]string{"flurry", name})
 		}
 	}
+	want = append(want, labWaysAround...)
+	var failed [][2]string
+	for _, k := range want {
+		if ran[k] && !through[k] && !slices.Contains(failed, k) {
+			failed = append(failed, k)
+		}
+	}
+	return failed
+}
+
+// checkLab asserts labMustPass, after running each failed cell once more
+// on its own (on a loaded machine a cell may fail once for reasons that
+// have nothing to do with the censor).
+func checkLab(t *testing.T, results []labResult, rerun func(cfg, censor string) labResult) []labResult {
+	t.Helper()
+	for _, k := range labMustPass(results) {
+		r := rerun(k[0], k[1])
+		t.Logf("%s / %s failed (%s); once more alone: through %v %s", k[0], k[1], labErr(results, k), r.Through, r.Error)
+		for i := range results {
+			if results[i].Config == k[0] && results[i].Censor == k[1] {
+				results[i] = r
+			}
+		}
+	}
+	for _, k := range labMustPass(results) {
+		t.Errorf("%s / %s: blocked, but must get through: %s", k[0], k[1], labErr(results, k))
+	}
+	return results
+}
+
+// labErr is the error of cell k in results.
+func labErr(results []labResult, k [2]string) string {
+	for _, r := range results {
+		if r.Config == k[0] && r.Censor == k[1] {
+			return r.Error
+		}
+	}
+	return ""
 }
 
 // formatLab prints the matrix: a row per censor, a column per chain.
