@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/pion/transport/v5"
@@ -48,7 +49,7 @@ const relayReadBufferSize = 16 << 10
 
 // downstream hands relay→client bytes from the goroutine that reads the
 // relay to the one that writes the DataChannel. The writer takes everything
-// that arrived while it was busy (pion's queue above bufferedHigh) as one
+// that arrived while it was busy (the send window full) as one
 // message, so that a bulk download goes out in full messages; it never
 // waits for more, so a lone message goes out at once.
 type downstream struct {
@@ -106,9 +107,22 @@ func (d *downstream) finish(err error) {
 // their place; once the reader has stopped and nothing is pending, it
 // returns the reader's error.
 func (d *downstream) take(out []byte, s *session) ([]byte, error) {
+	return d.takeUpTo(out, len(out), s)
+}
+
+// takeUpTo is take returning at most limit bytes (at least one); the rest
+// stays pending. out must hold cap(pending) bytes.
+func (d *downstream) takeUpTo(out []byte, limit int, s *session) ([]byte, error) {
+	limit = max(limit, 1)
 	for {
 		d.mu.Lock()
-		if len(d.pending) > 0 {
+		if n := len(d.pending); n > limit {
+			out = append(out[:0], d.pending[:limit]...)
+			d.pending = d.pending[:copy(d.pending, d.pending[limit:])]
+			d.mu.Unlock()
+			signal(d.room)
+			return out, nil
+		} else if n > 0 {
 			out, d.pending = d.pending, out[:0]
 			d.mu.Unlock()
 			signal(d.room)
@@ -125,6 +139,13 @@ func (d *downstream) take(out []byte, s *session) ([]byte, error) {
 			return nil, s.err
 		}
 	}
+}
+
+// empty reports whether nothing is pending.
+func (d *downstream) empty() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.pending) == 0
 }
 
 // readRelay reads the relay's WebSocket messages into d until the relay
@@ -155,23 +176,45 @@ func (p *Proxy) readRelay(ws *websocket.Conn, d *downstream, s *session) {
 	}
 }
 
-// relayToClient writes what readRelay reads to the DataChannel, everything
-// pending as one message, waiting whenever more than bufferedHigh bytes are
-// queued for the client.
+// relayToClient writes what readRelay reads to the DataChannel, as much
+// of what is pending as the send window (sendwindow.go) lets in, as one
+// message, and otherwise waits for the client to acknowledge more.
 // out is the writer's spare buffer, swapped with each batch taken.
 func (p *Proxy) relayToClient(d *downstream, out []byte, ch openedChannel, s *session) error {
+	w := newSendWindow()
+	room := downstreamMessageSize
 	for {
+		if d.empty() {
+			w.appLimited()
+		}
 		var err error
-		out, err = d.take(out, s)
+		out, err = d.takeUpTo(out, room, s)
 		if err != nil {
 			return err
 		}
 		if _, err := ch.rwc.Write(out); err != nil {
 			return err
 		}
+		w.wrote(time.Now(), len(out))
 		p.m.addToClient(len(out))
 		s.moved.Add(1)
-		for ch.dc.BufferedAmount() > bufferedHigh {
+		for {
+			buffered := ch.dc.BufferedAmount()
+			now := time.Now()
+			w.acked(now, buffered)
+			win := uint64(w.window(now))
+			// Write again once a batch fits: a full message, or a
+			// quarter of a small window.
+			batch := min(uint64(downstreamMessageSize), max(win/4, sctpChunkPayload))
+			if buffered+batch <= win {
+				room = int(min(win-buffered, downstreamMessageSize))
+				break
+			}
+			// Wake when the client has acknowledged enough for a batch.
+			ch.dc.SetBufferedAmountLowThreshold(win - batch)
+			if ch.dc.BufferedAmount() <= win-batch {
+				continue
+			}
 			select {
 			case <-s.lowWater:
 			case <-s.done:

@@ -23,11 +23,10 @@ const (
 	// copyBufferSize is the size of the pooled copy buffers: one
 	// encapsulated KCP packet (MTU 1400 plus framing) fits in one read.
 	copyBufferSize = 2048
-	// bufferedHigh and bufferedLow pace writes to the client: above
-	// bufferedHigh bytes queued in the DataChannel, the relay→client copy
-	// waits until the queue drains to bufferedLow (Snowflake's values).
-	bufferedHigh = 512 << 10
-	bufferedLow  = 256 << 10
+	// bufferedLow is the DataChannel's initial low-water mark; the
+	// relay→client copy moves it as its send window (sendwindow.go)
+	// changes.
+	bufferedLow = 256 << 10
 )
 
 var noClientIP netip.Addr

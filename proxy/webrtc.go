@@ -32,6 +32,10 @@ func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
 	}
 	se.SetSCTPMaxMessageSize(uint32(s.MaxMessageSize))
 	webrtcnet.DataPath(&se)
+	// The proxy's send window (sendwindow.go) paces downloads; SCTP's
+	// Reno window, held at least this open, no longer halves the rate on
+	// each random loss.
+	se.SetSCTPMinCwnd(sctpMinCwnd)
 	if s.PortMin != 0 {
 		if err := se.SetEphemeralUDPPortRange(s.PortMin, s.PortMax); err != nil {
 			return nil, nil, fmt.Errorf("%w: port range: %w", ErrInvalidConfig, err)

@@ -1,0 +1,268 @@
+package proxy
+
+import (
+	"time"
+)
+
+// sendWindow is the proxy's own congestion control of downloads, above
+// SCTP: it decides how many bytes may wait in a client's DataChannel
+// (BufferedAmount: bytes queued in pion plus bytes sent and not yet
+// acknowledged) from what the DataChannel tells it, in the manner of BBR's
+// congestion window:
+//
+//	window = gain × bandwidth × minRTT
+//
+// bandwidth is the largest delivery rate of the last bwRounds round trips
+// (bytes the client acknowledged over the round's duration), minRTT the
+// shortest time from a write to its acknowledgement over minRTTWindow.
+// With gain 2 the window keeps about one round trip of bytes queued at a
+// bottleneck, no more: at a shared bottleneck the delivery rate stops
+// growing while the round trip grows, so the window stops growing too and
+// the queue that would make others' packets drop is not built. Random loss
+// does not shrink it: lost bytes hold their place in BufferedAmount until
+// SCTP resends them, but the rate of what arrives stays the same. SCTP's
+// own window (Reno, halved on each loss) is held open by a large minimum
+// (sctpMinCwnd) so that this window, not pion's, sets the rate.
+//
+// Bounding the DataChannel's queue by the path's round trip, not by a fixed
+// 512 KiB, also keeps the queue out of KCP's round trip: the relay's KCP no
+// longer resends segments that are only waiting in the proxy.
+//
+// The window starts at initialWindow and grows by startupGain per round
+// trip until the delivery rate stops growing (startup); every
+// minRTTWindow without a new minimum it drops to minWindow for
+// probeRTTTime, so that a queue it built itself does not pass for the
+// path's round trip. It changes only when the proxy sends, nothing on the
+// wire. The zero value is not ready: use newSendWindow. Not safe for
+// concurrent use: the DataChannel's writer owns it.
+type sendWindow struct {
+	written         uint64    // bytes written to the DataChannel
+	delivered       uint64    // bytes the client acknowledged: written − BufferedAmount
+	deliveredAt     time.Time // when delivered last grew
+	deliveredSent   time.Time // when the newest acknowledged mark was written
+	appLimitedUntil uint64    // samples are app-limited until delivered passes it
+	roundMax        float64   // the round's largest rate sample
+	roundMaxLimited bool      // whether all of the round's samples were app-limited
+
+	// Writes not yet acknowledged, for round trip samples: a ring, oldest
+	// first; when full, the newest mark is overwritten (fewer samples).
+	marks        [rttMarks]writeMark
+	mhead, mlen  int
+	minRTT       time.Duration // 0: no sample yet
+	minRTTAt     time.Time     // when minRTT was sampled
+	probeRTTEnd  time.Time     // in a probe while now is before it
+	probeRTTMin  time.Duration // the shortest sample of the current probe
+	probeRTTSeen bool
+
+	// Rounds: a round ends when the client has acknowledged what was
+	// written when it began.
+	inRound  bool
+	roundEnd uint64
+	bw       [bwRounds]float64 // the largest rate sample of each recent round
+	bwNext   int
+
+	startup      bool
+	fullBw       float64
+	fullBwRounds int
+}
+
+type writeMark struct {
+	end uint64    // the offset whose acknowledgement completes the mark
+	at  time.Time // when it was written
+	// The delivery state when it was written, for its rate sample (BBR's
+	// delivery rate estimation): bytes delivered, when the last of them
+	// was, and when that last delivered byte had been written.
+	delivered     uint64
+	deliveredAt   time.Time
+	deliveredSent time.Time
+	appLimited    bool // written while a bubble of too little data was in flight
+}
+
+const (
+	// rttMarks bounds the writes remembered for round trip samples.
+	rttMarks = 64
+	// bwRounds is how many round trips the bandwidth estimate remembers.
+	bwRounds = 10
+	// minRTTWindow is how long a round trip sample stays the minimum.
+	minRTTWindow = 10 * time.Second
+	// probeRTTTime is how long the window stays at minWindow to measure
+	// the round trip without the proxy's own queue.
+	probeRTTTime = 200 * time.Millisecond
+
+	startupGain = 2.0
+	steadyGain  = 2.0
+
+	// initialWindow is the window before any measurement: about 28 SCTP
+	// packets, below a 5 Mbit/s bottleneck's 50 ms queue plus its
+	// bandwidth-delay product at 20 ms.
+	initialWindow = 28 * sctpChunkPayload
+	// minWindow is the smallest window: a few packets, so that the client
+	// acknowledges at once (it delays SACKs only for a lone packet).
+	minWindow = 8 * sctpChunkPayload
+	// maxWindow bounds what one client's DataChannel holds: 16 MB/s at
+	// 150 ms with gain 2; a client's SCTP receive window (1 MiB for pion
+	// and browsers) usually limits it first.
+	maxWindow = 4 << 20
+	// sctpMinCwnd holds pion's SCTP congestion window at least this
+	// large, so that SCTP sends whatever the window lets into the
+	// DataChannel.
+	sctpMinCwnd = maxWindow
+)
+
+func newSendWindow() *sendWindow {
+	return &sendWindow{startup: true}
+}
+
+// wrote records that n more bytes were written to the DataChannel at now.
+func (w *sendWindow) wrote(now time.Time, n int) {
+	if n <= 0 {
+		return
+	}
+	w.written += uint64(n)
+	if !w.inRound {
+		w.beginRound(now)
+	}
+	if w.mlen == rttMarks {
+		w.mlen-- // forget the newest
+	}
+	// The sample is the round trip of the write's first packet, not of
+	// its last, which waits for the others at a slow bottleneck.
+	if w.deliveredAt.IsZero() {
+		w.deliveredAt, w.deliveredSent = now, now
+	}
+	w.marks[(w.mhead+w.mlen)%rttMarks] = writeMark{
+		end:           w.written - uint64(n) + uint64(min(n, sctpChunkPayload)),
+		at:            now,
+		delivered:     w.delivered,
+		deliveredAt:   w.deliveredAt,
+		deliveredSent: w.deliveredSent,
+		appLimited:    w.appLimitedUntil > w.delivered,
+	}
+	w.mlen++
+}
+
+// appLimited records that the writer had nothing to write although the
+// window had room: this round's rate is what the relay sent, not what the
+// path carries.
+func (w *sendWindow) appLimited() {
+	w.appLimitedUntil = max(w.written, 1)
+}
+
+// acked updates the estimates from the DataChannel's BufferedAmount at now.
+func (w *sendWindow) acked(now time.Time, buffered uint64) {
+	if buffered > w.written {
+		buffered = w.written
+	}
+	delivered := w.written - buffered
+	if delivered <= w.delivered {
+		return
+	}
+	w.delivered, w.deliveredAt = delivered, now
+	for w.mlen > 0 && w.marks[w.mhead].end <= delivered {
+		m := &w.marks[w.mhead]
+		w.rttSample(now, now.Sub(m.at))
+		w.deliveredSent = m.at
+		// The rate since the mark was written, over the longer of the
+		// send and the acknowledgement intervals, so that a burst of
+		// acknowledgements does not pass for a fast path.
+		if interval := max(now.Sub(m.deliveredAt), m.at.Sub(m.deliveredSent)); interval > 0 {
+			w.rateSample(float64(delivered-m.delivered)/interval.Seconds(), m.appLimited)
+		}
+		w.mhead = (w.mhead + 1) % rttMarks
+		w.mlen--
+	}
+	if w.inRound && delivered >= w.roundEnd {
+		w.endRound(now)
+	}
+}
+
+func (w *sendWindow) rttSample(now time.Time, rtt time.Duration) {
+	if rtt <= 0 {
+		rtt = time.Microsecond
+	}
+	if !w.probeRTTEnd.IsZero() {
+		if !w.probeRTTSeen || rtt < w.probeRTTMin {
+			w.probeRTTMin, w.probeRTTSeen = rtt, true
+		}
+	}
+	if w.minRTT == 0 || rtt <= w.minRTT {
+		w.minRTT, w.minRTTAt = rtt, now
+	}
+}
+
+func (w *sendWindow) rateSample(rate float64, appLimited bool) {
+	if rate > w.roundMax || (w.roundMaxLimited && !appLimited) {
+		w.roundMax, w.roundMaxLimited = rate, appLimited
+	}
+}
+
+func (w *sendWindow) beginRound(now time.Time) {
+	w.inRound = true
+	w.roundEnd = w.written
+	w.roundMax, w.roundMaxLimited = 0, true
+	if w.appLimitedUntil <= w.delivered {
+		w.appLimitedUntil = 0
+	}
+}
+
+func (w *sendWindow) endRound(now time.Time) {
+	w.inRound = false
+	// A round the relay did not fill says only that the path carries at
+	// least that much.
+	if w.roundMax > 0 && (!w.roundMaxLimited || w.roundMax > w.bandwidth()) {
+		w.bw[w.bwNext] = w.roundMax
+		w.bwNext = (w.bwNext + 1) % bwRounds
+	}
+	if w.startup && !w.roundMaxLimited {
+		if bw := w.bandwidth(); bw >= 1.25*w.fullBw {
+			w.fullBw, w.fullBwRounds = bw, 0
+		} else if w.fullBwRounds++; w.fullBwRounds >= 3 {
+			w.startup = false
+		}
+	}
+	if w.written > w.delivered {
+		w.beginRound(now)
+	}
+}
+
+// bandwidth is the largest delivery rate of the remembered rounds, in
+// bytes per second.
+func (w *sendWindow) bandwidth() float64 {
+	var m float64
+	for _, r := range w.bw {
+		m = max(m, r)
+	}
+	return m
+}
+
+// window returns how many bytes may be in the DataChannel at now.
+func (w *sendWindow) window(now time.Time) int {
+	if !w.probeRTTEnd.IsZero() && !w.probeRTTEnd.After(now) {
+		// A probe ended: its shortest sample is the new minimum, even if
+		// longer than the old one (the path changed); without a sample
+		// (nothing was sent), the old minimum stands for another period
+		// rather than probe again at once.
+		if w.probeRTTSeen {
+			w.minRTT = w.probeRTTMin
+		}
+		w.minRTTAt = w.probeRTTEnd
+		w.probeRTTEnd, w.probeRTTSeen = time.Time{}, false
+	}
+	if w.minRTT > 0 && !w.startup && w.probeRTTEnd.IsZero() && now.Sub(w.minRTTAt) > minRTTWindow {
+		// The minimum is stale: probe for a while at minWindow.
+		w.probeRTTEnd = now.Add(probeRTTTime)
+	}
+	if !w.probeRTTEnd.IsZero() {
+		return minWindow
+	}
+	bw := w.bandwidth()
+	if w.minRTT == 0 || bw == 0 {
+		return initialWindow
+	}
+	gain := steadyGain
+	if w.startup {
+		gain = startupGain
+	}
+	win := int(gain * bw * w.minRTT.Seconds())
+	return min(max(win, minWindow), maxWindow)
+}
