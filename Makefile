@@ -51,8 +51,8 @@ race: ## go test -race
 stress: ## Before a release (not in CI: hours): every package's tests with -race -count=STRESSCOUNT, to shake out rare failures
 	$(GO) test -race -count=$(STRESSCOUNT) -timeout 3h $(PKGS)
 
-bench-smoke: ## Run every benchmark once (-benchtime=1x) so none can rot, and the allocation tests (without -race, which distorts them)
-	$(GO) test -run='Alloc' -bench=. -benchtime=1x -timeout 10m $(PKGS)
+bench-smoke: ## Run every benchmark once (-benchtime=1x, short sizes) so none can rot, and the allocation tests (without -race, which distorts them)
+	FLURRY_BENCH_SMOKE=1 $(GO) test -run='Alloc' -bench=. -benchtime=1x -timeout 10m $(PKGS)
 
 bench: ## Benchmarks with -benchmem; compare runs with benchstat (see below)
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) $(PKGS)

@@ -130,8 +130,11 @@ func BenchmarkLossyDownload(b *testing.B) {
 	for _, p := range lossyPaths {
 		b.Run(p.name, func(b *testing.B) {
 			size := int64(p.sizeMiB) << 20
-			if *lossySizeMiB > 0 {
+			switch {
+			case *lossySizeMiB > 0:
 				size = int64(*lossySizeMiB) << 20
+			case chaintest.Smoke():
+				size = 256 << 10
 			}
 			_, udp, dialer := lossyChain(b, p.chainPath(uint64(b.N)), size, 9)
 			// Rendezvous and WebRTC first, outside the measurement.
@@ -159,7 +162,9 @@ func BenchmarkLossyDownload(b *testing.B) {
 			b.ReportMetric(float64(out.Overflowed-before.Overflowed), "drops")
 			sent := float64(out.Sent - before.Sent)
 			b.ReportMetric(100*(sent/(float64(size)*float64(downloads)/1160)-1), "retx%")
-			b.Logf("%s: %d × %d MiB, %s", p.name, downloads, size>>20, fmt.Sprint(out))
+			if !chaintest.Quiet(b) {
+				b.Logf("%s: %d × %d KiB, %s", p.name, downloads, size>>10, fmt.Sprint(out))
+			}
 		})
 	}
 }

@@ -50,6 +50,13 @@ func (ch *Chain) StartProxy(tb testing.TB, name string) *Proxy {
 // in benchmarks too.
 const LogEnv = "FLURRY_TEST_LOG"
 
+// SmokeEnv, set to 1 (make bench-smoke does), asks benchmarks for one
+// short run that proves they still work, not for a measurement.
+const SmokeEnv = "FLURRY_BENCH_SMOKE"
+
+// Smoke reports whether SmokeEnv asks for a short run.
+func Smoke() bool { return os.Getenv(SmokeEnv) == "1" }
+
 // Quiet reports whether tb is a benchmark whose log would be printed
 // unasked: neither -test.v nor LogEnv=1 is given. A benchmark's log is
 // always printed, even when it passes.
