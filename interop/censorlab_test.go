@@ -193,8 +193,9 @@ func TestCensorLab(t *testing.T) {
 		i := slices.IndexFunc(labConfigs(), func(c labConfig) bool { return c.Name == cfgName })
 		return runLabCell(t, len(cells)+i, labConfigs()[i], censorName, allow, fl, sf)
 	})
-	t.Logf("censor lab (%d MiB through each chain, 1 MiB under udp-throttle; the client behind the middlebox on the %s profile; SHA-256 checked):\n%s",
-		labFileSize>>20, labProfile, formatLab(results))
+	t.Logf("censor lab, %s: MB/s of %d MiB through each chain (1 MiB under udp-throttle), the client behind the middlebox on the %s profile, SHA-256 checked; ✗: blocked (no whole download within %v):\n%s",
+		time.Now().UTC().Format(time.DateOnly),
+		labFileSize>>20, labProfile, labCellTimeout, formatLab(results))
 	b, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -448,29 +449,29 @@ func labErr(results []labResult, k [2]string) string {
 	return ""
 }
 
-// formatLab prints the matrix: a row per censor, a column per chain.
+// formatLab prints the matrix as a Markdown table (docs/censorship.md
+// shows it): a row per censor, a column per chain; a cell is the MB/s of a
+// download that got through, ✗ for one that did not, ? for one not run.
 func formatLab(results []labResult) string {
 	var b strings.Builder
 	cfgs := labConfigs()
-	fmt.Fprintf(&b, "%-20s", "censor")
+	b.WriteString("| censor |")
 	for _, c := range cfgs {
-		fmt.Fprintf(&b, " | %-22s", c.Name)
+		fmt.Fprintf(&b, " %s |", c.Name)
 	}
-	b.WriteString("\n")
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(cfgs)) + "\n")
 	for _, name := range labCensors() {
-		fmt.Fprintf(&b, "%-20s", name)
+		fmt.Fprintf(&b, "| `%s` |", name)
 		for _, c := range cfgs {
-			i := slices.IndexFunc(results, func(r labResult) bool { return r.Config == c.Name && r.Censor == name })
-			cellText := "?"
-			if i >= 0 {
-				r := results[i]
-				if r.Through {
-					cellText = fmt.Sprintf("ok %.2f MB/s %.1fs", r.MBps, r.FirstByte.Seconds())
+			cell := "?"
+			if i := slices.IndexFunc(results, func(r labResult) bool { return r.Config == c.Name && r.Censor == name }); i >= 0 {
+				if r := results[i]; r.Through {
+					cell = fmt.Sprintf("%.2f", r.MBps)
 				} else {
-					cellText = "BLOCKED"
+					cell = "**✗**"
 				}
 			}
-			fmt.Fprintf(&b, " | %-22s", cellText)
+			fmt.Fprintf(&b, " %s |", cell)
 		}
 		b.WriteString("\n")
 	}

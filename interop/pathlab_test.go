@@ -1,0 +1,205 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/stuntest"
+	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/netlab"
+)
+
+// pathChains are the chains the path lab compares: each implementation
+// whole, Flurry's client with Snowflake's proxy and relay (what most of
+// our users meet), and Snowflake's client with our proxy and relay.
+var pathChains = []struct {
+	name  string
+	roles Roles
+}{
+	{"snowflake", Roles{Snowflake, Snowflake, Snowflake, Snowflake}},
+	{"flurry", Roles{}},
+	{"fl-client+sf-proxy+sf-relay", Roles{Broker: Snowflake, Proxy: Snowflake, Client: Flurry, Relay: Snowflake}},
+	{"sf-client+fl-proxy+fl-relay", Roles{Broker: Flurry, Proxy: Flurry, Client: Snowflake, Relay: Flurry}},
+}
+
+// pathProfiles are the paths between the client and the rest.
+var pathProfiles = []string{"wifi", "delay=75ms,jitter=5ms", "intercontinental", "mobile"}
+
+const (
+	// pathFileSize is the most a download takes; pathTimeout the longest
+	// it may run. A slow chain's figure is what it carried in that time.
+	pathFileSize = 20 << 20
+	pathTimeout  = 40 * time.Second
+)
+
+// pathResult is one download on one path.
+type pathResult struct {
+	Bytes      int64
+	FirstByte  time.Duration
+	MBps       float64       // after the first byte
+	LongestGap time.Duration // without a byte, after the first
+	CPUPerMB   map[string]float64
+	// BoxDrops counts the box's own drops (its queue behind the rate),
+	// LossDrops the profile's random losses.
+	BoxDrops, LossDrops uint64
+	Err                 string
+}
+
+func (r pathResult) String() string {
+	s := fmt.Sprintf("%6.2f MB/s, first byte %5.2fs, gap %5.2fs, box drops %d, lost %d", r.MBps,
+		r.FirstByte.Seconds(), r.LongestGap.Seconds(), r.BoxDrops, r.LossDrops)
+	if len(r.CPUPerMB) > 0 {
+		s += fmt.Sprintf(", CPU ms/MB client %.0f proxy %.0f relay %.0f",
+			r.CPUPerMB["client"], r.CPUPerMB["proxy"], r.CPUPerMB["relay"])
+	}
+	if r.Err != "" && r.Bytes < pathFileSize {
+		s += " (" + r.Err + ")"
+	}
+	return s
+}
+
+// TestPathLab measures, side by side on each path profile, a plain TCP
+// download through the lab's box and a download through each chain of
+// pathChains, twice in alternation. It asserts only that each chain's
+// bytes arrive intact; the figures are printed. It takes many minutes, so
+// it runs only with FLURRY_PATHLAB=1 (`make pathlab`).
+func TestPathLab(t *testing.T) {
+	if os.Getenv("FLURRY_PATHLAB") != "1" {
+		t.Skip("FLURRY_PATHLAB=1 runs the path lab (make pathlab)")
+	}
+	testenv.Root(t, "the path lab's namespaces and TUN devices")
+	fl, sf := binaries(t)
+	var report strings.Builder
+	n := 0
+	for _, profile := range pathProfiles {
+		path, err := netlab.ParseProfile(profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&report, "path %s (each direction)\n", profile)
+		for round := range 2 {
+			n++
+			lab, err := netlab.New(context.Background(), netlab.Config{Name: fmt.Sprintf("pl%d", n), Up: path, Down: path, Seed: uint64(n)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*pathTimeout)
+			before := lab.Stats()
+			ref, err := netlab.TCPReference(ctx, lab, pathFileSize)
+			cancel()
+			lab.Close()
+			if err != nil {
+				t.Errorf("%s: TCP reference: %v", profile, err)
+			}
+			st := ref.Stats.Sub(before)
+			fmt.Fprintf(&report, "  %d %-28s %6.2f MB/s, first byte %5.2fs, box drops %d, lost %d\n", round+1, "tcp", ref.MBps(),
+				ref.TimeToFirstByte.Seconds(), st.Up.QueueDropped+st.Down.QueueDropped, st.Up.LossDropped+st.Down.LossDropped)
+			for _, c := range pathChains {
+				n++
+				r := runPathCell(t, n, path, c.roles, fl, sf)
+				fmt.Fprintf(&report, "  %d %-28s %s\n", round+1, c.name, r)
+			}
+		}
+	}
+	t.Logf("path lab, %d MiB or %v per download (date %s):\n%s", pathFileSize>>20, pathTimeout,
+		time.Now().UTC().Format(time.DateOnly), report.String())
+}
+
+// runPathCell downloads through one chain across a lab on path.
+func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.Binaries, sf SnowflakeBinaries) pathResult {
+	var r pathResult
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lab, err := netlab.New(ctx, netlab.Config{Name: fmt.Sprintf("pl%d", n), Up: path, Down: path, Seed: uint64(n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	var stunURL string
+	if err := lab.Do(netlab.Outside, func() error {
+		stunURL = stuntest.StartOn(t, lab.OutsideAddr(labSTUNAddr))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartChain(ctx, ChainConfig{Roles: roles, Flurry: fl, Snowflake: sf, FileSize: pathFileSize,
+		STUN: stunURL, Lab: lab, Dir: filepath.Join(t.TempDir(), "chain")})
+	if err != nil {
+		t.Errorf("%s: %v", roles, err)
+		r.Err = err.Error()
+		return r
+	}
+	defer c.Close()
+
+	cpuBefore := cpuTimes(t, c)
+	boxBefore := lab.Stats()
+	var progress demo.Progress
+	var gap atomic.Int64 // the longest gap so far, in nanoseconds
+	stop := make(chan struct{})
+	go watchGaps(&progress, &gap, stop)
+	dctx, dcancel := context.WithTimeout(ctx, pathTimeout)
+	var fr demo.FetchResult
+	err = c.InClient(func() error {
+		var err error
+		fr, err = demo.FetchTarget(dctx, c.SOCKSAddr, c.Target, &progress)
+		return err
+	})
+	dcancel()
+	close(stop)
+	if err != nil {
+		if errors.Is(err, demo.ErrChecksum) || !errors.Is(dctx.Err(), context.DeadlineExceeded) {
+			t.Errorf("%s: download: %v", roles, err)
+		}
+		r.Err = err.Error()
+	}
+	r.Bytes = progress.Bytes()
+	r.FirstByte = fr.FirstByte
+	if d := fr.Total - fr.FirstByte; d > 0 && fr.FirstByte > 0 {
+		r.MBps = float64(r.Bytes) / 1e6 / d.Seconds()
+	}
+	r.LongestGap = time.Duration(gap.Load())
+	st := lab.Stats().Sub(boxBefore)
+	r.BoxDrops = st.Up.QueueDropped + st.Down.QueueDropped
+	r.LossDrops = st.Up.LossDropped + st.Down.LossDropped
+	if r.Bytes > 0 {
+		r.CPUPerMB = map[string]float64{}
+		for role, cpu := range cpuTimes(t, c) {
+			r.CPUPerMB[role] = float64((cpu - cpuBefore[role]).Milliseconds()) / (float64(r.Bytes) / 1e6)
+		}
+	}
+	return r
+}
+
+// watchGaps samples progress every 50 ms until stop and keeps in gap the
+// longest time without a new byte after the first.
+func watchGaps(progress *demo.Progress, gap *atomic.Int64, stop <-chan struct{}) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last int64
+	var since time.Time
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			b := progress.Bytes()
+			switch {
+			case b == 0:
+			case b != last:
+				last, since = b, now
+			case !since.IsZero():
+				if d := now.Sub(since); int64(d) > gap.Load() {
+					gap.Store(int64(d))
+				}
+			}
+		}
+	}
+}
