@@ -169,7 +169,7 @@ func TestHooksAgainstDTLS12(t *testing.T) {
 						ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 						err = s.HandshakeContext(ctx)
 						cancel()
-						_ = s.Close()
+						defer func() { _ = s.Close() }()
 					}
 					srvErr <- err
 				}()
@@ -181,8 +181,9 @@ func TestHooksAgainstDTLS12(t *testing.T) {
 				err = cl.HandshakeContext(ctx)
 				cancel()
 				st, _ := cl.ConnectionState()
+				err2 := <-srvErr // before the client's close_notify can overtake its Finished
 				_ = cl.Close()
-				if err2 := <-srvErr; err != nil || err2 != nil {
+				if err != nil || err2 != nil {
 					t.Fatalf("client: %v; server: %v", err, err2)
 				}
 				if v := st.NegotiatedVersion(); v != protocol.Version1_2 {
