@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/messages"

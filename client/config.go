@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/client/internal/rendezvous"
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"

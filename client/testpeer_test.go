@@ -22,7 +22,7 @@ import (
 
 	"github.com/pion/datachannel"
 	"github.com/pion/ice/v4"
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 	"github.com/xtaci/kcp-go/v5"
 	"github.com/xtaci/smux"
 

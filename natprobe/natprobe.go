@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pion/ice/v4"
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/sdp"

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/relaypattern"

@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"github.com/pion/transport/v5"
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/pion/datachannel"
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/common/webrtcnet"

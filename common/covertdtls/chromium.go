@@ -1,14 +1,12 @@
 package covertdtls
 
 import (
-	"crypto/ecdh"
-	"crypto/mlkem"
-	"crypto/rand"
-	"encoding/binary"
-	"errors"
-	mrand "math/rand/v2"
+	"slices"
 
-	"github.com/pion/dtls/v3/pkg/protocol/handshake"
+	"github.com/pion/dtls/v4/pkg/crypto/elliptic"
+	"github.com/pion/dtls/v4/pkg/protocol"
+	"github.com/pion/dtls/v4/pkg/protocol/extension"
+	"github.com/pion/dtls/v4/pkg/protocol/handshake"
 )
 
 // The ClientHello of Debian's Chromium 156 (as the comparison test in
@@ -20,115 +18,82 @@ var (
 		0x1301, 0x1302, 0x1303, 0xc02b, 0xc02f, 0xcca9, 0xcca8,
 		0xc009, 0xc013, 0xc00a, 0xc014, 0x009c, 0x002f, 0x0035,
 	}
-	// Extension bodies, key_share aside (fresh keys each handshake).
-	chromiumExtensions = []struct {
-		typ  uint16
-		body []byte
-	}{
-		{0x002d, []byte{0x01, 0x01}}, // psk_key_exchange_modes: psk_dhe_ke
-		{0x000e, []byte{0x00, 0x06, 0x00, 0x01, 0x00, 0x08, 0x00, 0x07, 0x00}}, // use_srtp: AES128_CM_SHA1_80, AEAD_AES_256_GCM, AEAD_AES_128_GCM
-		{0x0017, nil}, // extended_master_secret
-		{0x000d, []byte{0x00, 0x12, 0x04, 0x03, 0x08, 0x04, 0x04, 0x01, 0x05, 0x03, 0x08, 0x05, 0x05, 0x01, 0x08, 0x06, 0x06, 0x01, 0x02, 0x01}}, // signature_algorithms
-		{0x002b, []byte{0x04, 0xfe, 0xfc, 0xfe, 0xfd}},                               // supported_versions: DTLS 1.3, 1.2
-		{0x000a, []byte{0x00, 0x08, 0x11, 0xec, 0x00, 0x1d, 0x00, 0x17, 0x00, 0x18}}, // supported_groups
-		{0xff01, []byte{0x00}},       // renegotiation_info
-		{0x000b, []byte{0x01, 0x00}}, // ec_point_formats: uncompressed
-		{keyShareType, nil},
+	// Extension bodies; key_share's is pion's (its keys are the ones
+	// pion holds the private halves of).
+	chromiumExtensions = []extension.Raw{
+		{Type: extension.TypePSKKeyExchangeModes, Data: []byte{0x01, 0x01}},                               // psk_dhe_ke
+		{Type: extension.TypeUseSRTP, Data: []byte{0x00, 0x06, 0x00, 0x01, 0x00, 0x08, 0x00, 0x07, 0x00}}, // AES128_CM_SHA1_80, AEAD_AES_256_GCM, AEAD_AES_128_GCM
+		{Type: extension.TypeExtendedMasterSecret},                                                        //
+		{Type: extension.TypeSignatureAlgorithms, Data: []byte{0x00, 0x12, 0x04, 0x03, 0x08, 0x04, 0x04, 0x01, 0x05, 0x03, 0x08, 0x05, 0x05, 0x01, 0x08, 0x06, 0x06, 0x01, 0x02, 0x01}},
+		{Type: extension.TypeSupportedVersions, Data: []byte{0x04, 0xfe, 0xfc, 0xfe, 0xfd}},                             // DTLS 1.3, 1.2
+		{Type: extension.TypeSupportedGroups, Data: []byte{0x00, 0x08, 0x11, 0xec, 0x00, 0x1d, 0x00, 0x17, 0x00, 0x18}}, // X25519MLKEM768, X25519, P-256, P-384
+		{Type: extension.TypeRenegotiationInfo, Data: []byte{0x00}},
+		{Type: extension.TypeSupportedPointFormats, Data: []byte{0x01, 0x00}}, // uncompressed
+		{Type: extension.TypeKeyShare},
 	}
+	// chromiumCurves makes pion's hello carry Chromium's two key shares
+	// (pion shares X25519 next to X25519MLKEM768 when it leads) and its
+	// DTLS 1.3 server prefer the hybrid group as Chromium's does.
+	chromiumCurves = []elliptic.Curve{elliptic.X25519MLKEM768, elliptic.X25519, elliptic.P256, elliptic.P384}
+	// chromiumGroups are the groups of chromiumExtensions's supported_groups.
+	chromiumGroups = []uint16{0x11ec, 0x001d, 0x0017, 0x0018}
 )
 
-const (
-	keyShareType         = 0x0033
-	groupX25519MLKEM768  = 0x11ec
-	groupX25519          = 0x001d
-	chromiumRecordMaxLen = 1 << 14
-)
-
-// chromiumHello is one handshake's Chromium ClientHello. Its extension
-// order and key shares are drawn once, so the hello resent with a cookie
-// differs from the first only in the cookie, as a browser's does.
-type chromiumHello struct {
-	random    [handshake.RandomLength]byte
-	sessionID []byte
-	cookie    []byte
-	exts      []byte // the extensions block, length included
-}
-
-func newChromiumHello(ch handshake.MessageClientHello) (*chromiumHello, error) {
-	mk, err := mlkem.GenerateKey768()
+// chromium returns the ClientHello hook of mimic: Chromium's hello around
+// pion's key shares, cookie and random.
+func (k *helloKey) chromium(ch handshake.MessageClientHello) handshake.Message {
+	pion, err := rawExtensions(ch.Extensions)
 	if err != nil {
-		return nil, err
+		return &ch
 	}
-	xk, err := ecdh.X25519().GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	hybrid := append(mk.EncapsulationKey().Bytes(), xk.PublicKey().Bytes()...)
-	x2, err := ecdh.X25519().GenerateKey(rand.Reader) // the X25519-only share
-	if err != nil {
-		return nil, err
-	}
-	var shares []byte
-	shares = appendShare(shares, groupX25519MLKEM768, hybrid)
-	shares = appendShare(shares, groupX25519, x2.PublicKey().Bytes())
-	keyShare := binary.BigEndian.AppendUint16(nil, uint16(len(shares)))
-	keyShare = append(keyShare, shares...)
-
-	order := mrand.Perm(len(chromiumExtensions))
-	var exts []byte
-	for _, i := range order {
+	ks, _ := findRaw(pion, extension.TypeKeyShare)
+	share := fitKeyShare(ks.Data, chromiumGroups)
+	rng := k.rng("chromium", ch.Random)
+	exts := make([]extension.Raw, 0, len(chromiumExtensions)+1)
+	for _, i := range rng.Perm(len(chromiumExtensions)) {
 		e := chromiumExtensions[i]
-		body := e.body
-		if e.typ == keyShareType {
-			body = keyShare
+		switch {
+		case e.Type == extension.TypeKeyShare:
+			if share == nil {
+				continue // pion offers no DTLS 1.3: neither do we
+			}
+			e.Data = share
+		case e.Type == extension.TypeSupportedVersions && share == nil:
+			e.Data = withoutDTLS13(e.Data)
 		}
-		exts = binary.BigEndian.AppendUint16(exts, e.typ)
-		exts = binary.BigEndian.AppendUint16(exts, uint16(len(body)))
-		exts = append(exts, body...)
+		e.Data = slices.Clone(e.Data)
+		exts = append(exts, e)
 	}
-	h := &chromiumHello{
-		random:    ch.Random.MarshalFixed(),
-		sessionID: append([]byte(nil), ch.SessionID...),
-		cookie:    append([]byte(nil), ch.Cookie...),
-		exts:      binary.BigEndian.AppendUint16(nil, uint16(len(exts))),
+	// After a HelloRetryRequest pion echoes the server's cookie; the
+	// handshake needs it.
+	if c, ok := findRaw(pion, extension.TypeCookie); ok {
+		exts = append(exts, c)
 	}
-	h.exts = append(h.exts, exts...)
-	return h, nil
+	return &handshake.MessageClientHello{
+		Version:            protocol.Version1_2, // Chromium's legacy_version
+		Random:             ch.Random,
+		SessionID:          slices.Clone(ch.SessionID),
+		Cookie:             slices.Clone(ch.Cookie),
+		CipherSuiteIDs:     slices.Clone(chromiumCipherSuites),
+		CompressionMethods: ch.CompressionMethods,
+		Extensions:         values(exts),
+	}
 }
 
-func appendShare(b []byte, group uint16, key []byte) []byte {
-	b = binary.BigEndian.AppendUint16(b, group)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(key)))
-	return append(b, key...)
-}
-
-// Type is ClientHello.
-func (h *chromiumHello) Type() handshake.Type { return handshake.TypeClientHello }
-
-// Marshal encodes the hello body.
-func (h *chromiumHello) Marshal() ([]byte, error) {
-	if len(h.sessionID) > 32 || len(h.cookie) > 255 {
-		return nil, errors.New("covertdtls: session id or cookie too long")
+// chromiumServerHello is the ServerHello hook of mimic: a DTLS 1.3
+// ServerHello carries key_share then supported_versions, as Chromium's;
+// pion's DTLS 1.2 ServerHello is left as it is.
+func chromiumServerHello(sh handshake.MessageServerHello) handshake.Message {
+	rank := func(e extension.Value) int {
+		switch e.ExtensionType() {
+		case extension.TypeKeyShare:
+			return 0
+		case extension.TypeSupportedVersions:
+			return 1
+		}
+		return 2
 	}
-	b := []byte{0xfe, 0xfd} // DTLS 1.2, as Chromium's legacy_version
-	b = append(b, h.random[:]...)
-	b = append(b, byte(len(h.sessionID)))
-	b = append(b, h.sessionID...)
-	b = append(b, byte(len(h.cookie)))
-	b = append(b, h.cookie...)
-	b = binary.BigEndian.AppendUint16(b, uint16(2*len(chromiumCipherSuites)))
-	for _, c := range chromiumCipherSuites {
-		b = binary.BigEndian.AppendUint16(b, c)
-	}
-	b = append(b, 1, 0) // compression: null
-	b = append(b, h.exts...)
-	if len(b) > chromiumRecordMaxLen {
-		return nil, errors.New("covertdtls: hello too long")
-	}
-	return b, nil
-}
-
-// Unmarshal is not needed: the hello is only sent.
-func (h *chromiumHello) Unmarshal([]byte) error {
-	return errors.New("covertdtls: a replayed hello is not parsed")
+	sh.Extensions = slices.Clone(sh.Extensions)
+	slices.SortStableFunc(sh.Extensions, func(a, b extension.Value) int { return rank(a) - rank(b) })
+	return &sh
 }

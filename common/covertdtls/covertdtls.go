@@ -1,28 +1,35 @@
-// Package covertdtls shapes the DTLS ClientHello a pion peer sends so that
-// it is harder to tell apart from a browser's, with Snowflake's
+// Package covertdtls shapes the DTLS hellos a pion peer sends so that
+// they are harder to tell apart from a browser's, with Snowflake's
 // configuration names (its client's and proxy's -covertdtls-config and
-// -covertdtls-fingerprint, and the bridge-line arguments of the same names)
-// on top of github.com/theodorsm/covert-dtls.
+// -covertdtls-fingerprint, and the bridge-line arguments of the same names),
+// through pion/dtls v4's ClientHello and ServerHello hooks. It keeps
+// covert-dtls's recorded hellos (github.com/theodorsm/covert-dtls
+// pkg/fingerprints, data only) and does the rest itself: covert-dtls's
+// other packages are built on pion/dtls v3.
 //
 // Modes:
 //
-//	disable         pion's own ClientHello (the default)
-//	mimic           Chromium 156's ClientHello: DTLS 1.3-capable, with fresh
+//	disable         pion's own hellos (the default): DTLS 1.3-capable
+//	mimic           Chromium 156's ClientHello: DTLS 1.3-capable, with
 //	                X25519MLKEM768 and X25519 key shares and the extensions
-//	                in a new order each handshake, as Chromium sends it
-//	randomize       covert-dtls's randomization: cipher suites, extensions,
-//	                groups, signature algorithms and SRTP profiles shuffled
-//	                and cut, a random ALPN added
-//	randomizemimic  replay one of covert-dtls's browser hellos (Chrome and
-//	                Firefox, DTLS 1.2), picked per handshake
+//	                in a new order each handshake, as Chromium sends it; as
+//	                DTLS server, a DTLS 1.3 ServerHello shaped as Chromium's
+//	                and no HelloVerifyRequest
+//	randomize       covert-dtls's randomization on pion's hello: cipher
+//	                suites, groups, signature algorithms and SRTP profiles
+//	                shuffled and cut, a random ALPN added, extensions
+//	                shuffled; DTLS 1.3-capable
+//	randomizemimic  replay one of covert-dtls's recorded DTLS 1.3 browser
+//	                hellos (Chrome 139-143, Firefox 127-136), picked per
+//	                handshake, with pion's key shares
 //
 // A Fingerprint (a raw ClientHello body in hex, as covert-dtls and Snowflake
-// store them) replaces the replayed hello in every mode but disable.
+// store them) replaces the replayed hello in every mode but disable; a
+// DTLS 1.2 one holds the peer to DTLS 1.2 (installHook says why).
 //
-// Snowflake's mimic replays covert-dtls's newest hello, a Firefox's:
-// covert-dtls v1.5.0 cannot replay current Chrome's DTLS 1.3 hellos. pion
-// speaks DTLS 1.2 only; it answers the DTLS 1.3 offer of mimic with DTLS
-// 1.2, as a browser limited to DTLS 1.2 would.
+// Every hello keeps a DTLS 1.2 offer a pion DTLS 1.2 server can finish:
+// Snowflake v2.14.1's peers (pion/dtls v3) speak DTLS 1.2 only and answer
+// every mode in DTLS 1.2; two Flurry peers agree on DTLS 1.3.
 //
 // In every mode but disable the DTLS server sends no HelloVerifyRequest,
 // as Chromium's does not (ICE has already checked the path both ways).
@@ -30,27 +37,22 @@
 // Only the DTLS client sends a ClientHello. In a Snowflake rendezvous the
 // client offers with a=setup:actpass and the proxy answers active, so the
 // proxy is the DTLS client: its hello is the one shaped. The client is the
-// DTLS server; covert-dtls has no ServerHello shaping, so what it sends is
-// pion's in every mode (docs/fingerprinting.md lists what that reveals).
-// Apply is called on both sides, as Snowflake does, so whichever peer ends
-// up DTLS client sends the shaped hello.
+// DTLS server; with mimic its DTLS 1.3 ServerHello is ordered as
+// Chromium's. Apply is called on both sides, as Snowflake does, so
+// whichever peer ends up DTLS client sends the shaped hello.
 package covertdtls
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/pion/dtls/v3/pkg/protocol/handshake"
+	"github.com/pion/dtls/v4/pkg/protocol"
+	"github.com/pion/dtls/v4/pkg/protocol/handshake"
 	"github.com/pion/transport/v5"
 	"github.com/pion/transport/v5/stdnet"
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
-	"github.com/theodorsm/covert-dtls/pkg/mimicry"
-	"github.com/theodorsm/covert-dtls/pkg/utils"
 )
 
 // Mode is a covert DTLS mode; its zero value is Disable.
@@ -130,27 +132,20 @@ func (c Config) Validate() error {
 	return err
 }
 
-// parseFingerprint checks a fingerprint by loading it.
-func parseFingerprint(fp string) (fingerprints.ClientHelloFingerprint, error) {
-	if len(fp) > maxFingerprint {
-		return "", fmt.Errorf("%w: longer than %d hex digits", ErrFingerprint, maxFingerprint)
+// parseFingerprint checks a fingerprint by loading it and replaying it.
+func parseFingerprint(fp string) (*recorded, error) {
+	r, err := parseRecorded(fp)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := hex.DecodeString(fp); err != nil {
-		return "", fmt.Errorf("%w: not hex", ErrFingerprint)
+	if _, err := r.replay(handshake.MessageClientHello{}).(*handshake.MessageClientHello).Marshal(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFingerprint, err)
 	}
-	f := fingerprints.ClientHelloFingerprint(strings.ToLower(fp))
-	var m mimicry.MimickedClientHello
-	if err := m.LoadFingerprint(f); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrFingerprint, err)
-	}
-	if _, err := m.Marshal(); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrFingerprint, err)
-	}
-	return f, nil
+	return r, nil
 }
 
-// Apply installs the ClientHello hook of c on se and sets se's network to
-// n (nil: the host's), which mimic wraps to send its hello in a DTLS 1.0
+// Apply installs the hello hooks of c on se and sets se's network to n
+// (nil: the host's), which mimic wraps to send its hello in a DTLS 1.0
 // record and its ICE checks as Chromium does. Disable only sets n. One
 // SettingEngine can serve any number of concurrent peer connections. The
 // Shaper (nil unless mimic wraps the network) must learn each remote
@@ -179,58 +174,77 @@ func (c Config) Apply(se *webrtc.SettingEngine, n transport.Net) (*Shaper, error
 	return sh, nil
 }
 
-// installHook installs the ClientHello hook of c (none for Disable).
+// installHook installs the hello hooks of c (none for Disable).
 func (c Config) installHook(se *webrtc.SettingEngine) error {
 	if c.Mode == Disable {
 		return nil
 	}
 	se.SetDTLSInsecureSkipHelloVerify(true)
-	var pool []fingerprints.ClientHelloFingerprint
+	// The shaped hellos carry use_srtp with browsers' profiles; pion's
+	// server must accept them.
+	se.SetSRTPProtectionProfiles(srtpProfiles...)
+	k, err := newHelloKey()
+	if err != nil {
+		return err
+	}
+	var fps []fingerprints.ClientHelloFingerprint
+	var pool []*recorded
 	switch {
 	case c.Fingerprint != "":
-		f, _ := parseFingerprint(c.Fingerprint) // checked by Validate
-		pool = []fingerprints.ClientHelloFingerprint{f}
+		fps = []fingerprints.ClientHelloFingerprint{fingerprints.ClientHelloFingerprint(c.Fingerprint)}
 	case c.Mode == Mimic:
-		se.SetSRTPProtectionProfiles(utils.DefaultSRTPProtectionProfiles()...)
-		se.SetDTLSClientHelloMessageHook(new(resends).hook(chromium))
+		se.SetDTLSEllipticCurves(chromiumCurves...)
+		se.SetDTLSClientHelloMessageHook(k.chromium)
+		se.SetDTLSServerHelloMessageHook(chromiumServerHello)
+		return nil
+	case c.Mode == Randomize:
+		se.SetDTLSClientHelloMessageHook(k.randomized)
 		return nil
 	case c.Mode == RandomizeMimic:
-		pool = fingerprints.GetClientHelloFingerprints()
+		pool = replayPool()
 	}
-	for _, f := range pool {
-		if _, err := parseFingerprint(string(f)); err != nil {
-			return err // a covert-dtls hello that does not load
+	for _, f := range fps {
+		r, err := parseFingerprint(string(f))
+		if err != nil {
+			return err // checked by Validate
+		}
+		pool = append(pool, r)
+	}
+	// Recorded DTLS 1.3 hellos offer X25519MLKEM768 or X25519 first.
+	se.SetDTLSEllipticCurves(chromiumCurves...)
+	for _, r := range pool {
+		if !r.dtls13() {
+			// A DTLS 1.2 hello: pion/dtls v4.0.1's client checks the
+			// downgrade sentinel of RFC 8446 (4.1.3) against its
+			// configured maximum, not against the hello it sent, so a
+			// DTLS 1.3-capable client whose hello offers DTLS 1.2 only
+			// refuses the DTLS 1.2 answer of any DTLS 1.3-capable server
+			// (pion/dtls v4's, so Flurry's). This peer speaks DTLS 1.2.
+			se.SetDTLSMaxVersion(protocol.Version1_2)
+			break
 		}
 	}
-	if pool == nil { // randomize without a fingerprint
-		se.SetDTLSClientHelloMessageHook(new(resends).hook(randomized))
-		return nil
-	}
-	// The replayed hellos carry use_srtp with these profiles; pion's
-	// server must accept them.
-	se.SetSRTPProtectionProfiles(utils.DefaultSRTPProtectionProfiles()...)
-	se.SetDTLSClientHelloMessageHook(mimicHook(pool))
+	se.SetDTLSClientHelloMessageHook(k.replayHook(pool))
 	return nil
+}
+
+// replayPool is randomizemimic's pool: covert-dtls v1.5.0's recorded
+// DTLS 1.3 hellos (Chrome 139 to 143, Firefox 127 to 136) that load. Its
+// Chrome 144 to 147 hellos are cut after the first fragment (their
+// X25519MLKEM768 key share makes them longer than a datagram) and do not
+// load; its DTLS 1.2 hellos (Chrome up to 138, Firefox up to 126) would
+// hold this peer to DTLS 1.2 (see installHook) and are left to
+// -covertdtls-fingerprint.
+func replayPool() []*recorded {
+	var pool []*recorded
+	for _, f := range fingerprints.GetDTLS13ClientHelloFingerprints() {
+		if r, err := parseFingerprint(string(f)); err == nil && r.dtls13() {
+			pool = append(pool, r)
+		}
+	}
+	return pool
 }
 
 // shapesNet reports whether Apply wraps the network (chromiumNet): mimic
 // of Chromium, not a replayed fingerprint.
 func (c Config) shapesNet() bool { return c.Mode == Mimic && c.Fingerprint == "" }
-
-// mimicHook replays a fingerprint of pool with ch's random, session id and
-// cookie. The fingerprint is chosen by the hello's random, which a DTLS
-// client keeps when it resends its hello with a cookie: the second hello of
-// a handshake replays the same browser as the first, as a browser's would,
-// while different handshakes pick independently.
-func mimicHook(pool []fingerprints.ClientHelloFingerprint) func(handshake.MessageClientHello) handshake.Message {
-	return func(ch handshake.MessageClientHello) handshake.Message {
-		r := ch.Random.MarshalFixed()
-		sum := sha256.Sum256(r[:])
-		f := pool[binary.BigEndian.Uint64(sum[:])%uint64(len(pool))]
-		m := &mimicry.MimickedClientHello{}
-		if err := m.LoadFingerprint(f); err != nil {
-			return &ch // fingerprints were checked by Apply
-		}
-		return m.Hook(ch)
-	}
-}

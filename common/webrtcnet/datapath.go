@@ -3,7 +3,7 @@ package webrtcnet
 import (
 	"time"
 
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 )
 
 // The SCTP sender's congestion control settings (see DataPath). pion/sctp

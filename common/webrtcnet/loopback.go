@@ -5,7 +5,7 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/transport/v5"
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 )
 
 // LoopbackOnly restricts se to loopback: ICE gathers on the loopback

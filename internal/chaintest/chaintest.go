@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pion/ice/v4"
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/internal/chaintest/loopback"

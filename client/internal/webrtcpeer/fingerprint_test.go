@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pion/logging"
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
@@ -23,14 +23,7 @@ import (
 
 // unreachable are the features no covert DTLS mode can make match a
 // browser, and why. The table shows them; docs/fingerprinting.md explains.
-var unreachable = map[string]string{
-	"server hello: record version":         "pion speaks DTLS 1.2 only",
-	"server hello: cipher suite":           "pion speaks DTLS 1.2 only",
-	"server hello: extensions (order)":     "pion speaks DTLS 1.2 only",
-	"server hello: use_srtp profile":       "pion speaks DTLS 1.2 only",
-	"server hello: extended master secret": "pion speaks DTLS 1.2 only",
-	"server hello: supported version":      "pion speaks DTLS 1.2 only",
-}
+var unreachable = map[string]string{}
 
 // superset are the features where mimic may send more variants than
 // Chromium, as long as each of Chromium's is among them, and why.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v5"
 	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/common/sdp"
