@@ -86,15 +86,22 @@ func (s *sniBlock) blocked(sni string) bool {
 // have the same JA4), and of the one it sends with the SRTP protection
 // profiles pion/webrtc v4 offers (use_srtp added), as the package tests
 // derive them from real pion/dtls v3.1.15 hellos.
+//
+// It also holds the hello of a pion/webrtc v5 peer at its defaults (pion/dtls
+// v4, DTLS 1.3-capable), which a censor that blocks pion's hellos would add
+// as v5 spreads.
 func DefaultBlockJA4() []string {
-	return []string{ja4PionDefault, ja4PionWebRTC}
+	return []string{ja4PionDefault, ja4PionWebRTC, ja4PionWebRTCv5}
 }
 
 // The JA4s of pion/dtls v3.1.15's hellos; TestDefaultBlockJA4 checks them
-// against hellos captured from a real client.
+// against hellos captured from a real client. ja4PionWebRTCv5 is pion/webrtc
+// v5.0.0-rc.2's (pion/dtls v4.0.1); TestDefaultBlockJA4WebRTCv5 checks it
+// against two real peer connections.
 const (
-	ja4PionDefault = "dd2i080500_df5057009e57_861c66034698"
-	ja4PionWebRTC  = "dd2i080600_df5057009e57_817bfcfa1160"
+	ja4PionDefault  = "dd2i080500_df5057009e57_861c66034698"
+	ja4PionWebRTC   = "dd2i080600_df5057009e57_817bfcfa1160"
+	ja4PionWebRTCv5 = "dd2i110800_88659c0273af_5252cc8b1128"
 )
 
 // dtlsJA4Block models Russia's DTLS filtering that began on 2026-03-30
