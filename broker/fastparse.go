@@ -66,33 +66,57 @@ var fastIgnored = [...]string{
 	"origin", "referer", "x-session-id", "cache-control", "pragma",
 }
 
-// parseFastHead parses the request head at the start of buf.
+// parseFastHead parses the request head at the start of buf. A head
+// still arriving is handed over (fastOther) as soon as a complete line of
+// it is not one the fast path takes, so that a request net/http would
+// answer, or refuse, before its end is never left waiting here.
+//
+// Lines end in CRLF. net/http also takes a bare LF as a line's end: a
+// head with one (before its blank line) goes to net/http, which reads it
+// as a request or refuses it as it would anyway.
 func parseFastHead(buf []byte) (fastRequest, fastParse) {
 	end := bytes.Index(buf, []byte("\r\n\r\n"))
 	if end < 0 {
-		if len(buf) >= maxFastHead {
+		if len(buf) >= maxFastHead || hasBareLF(buf) {
 			return fastRequest{}, fastOther
 		}
-		// A head that cannot be one the fast path takes is handed over
-		// as soon as its first bytes say so.
-		if !bytes.HasPrefix(buf, []byte("POST /")[:min(len(buf), 6)]) {
+		last := bytes.LastIndex(buf, []byte("\r\n"))
+		if last < 0 {
+			// The request line so far: the fast path takes only POSTs.
+			if !bytes.HasPrefix(buf, []byte("POST /")[:min(len(buf), 6)]) {
+				return fastRequest{}, fastOther
+			}
+			return fastRequest{}, fastIncomplete
+		}
+		if _, ok := parseFastLines(buf[:last+2], false); !ok {
 			return fastRequest{}, fastOther
 		}
 		return fastRequest{}, fastIncomplete
 	}
-	if end+4 > maxFastHead {
+	if end+4 > maxFastHead || hasBareLF(buf[:end+4]) {
 		return fastRequest{}, fastOther
 	}
-	req := fastRequest{endpoint: -1, bodyLen: -1, headLen: end + 4}
-	head := buf[:end+2] // every line with its CRLF
+	req, ok := parseFastLines(buf[:end+2], true) // every line with its CRLF
+	if !ok {
+		return fastRequest{}, fastOther
+	}
+	req.headLen = end + 4
+	return req, fastOK
+}
+
+// parseFastLines parses the request line and header lines of head, each
+// ending in CRLF, and reports whether the fast path takes them: if
+// complete (head is all of the head, but its blank line), as a request.
+func parseFastLines(head []byte, complete bool) (fastRequest, bool) {
+	req := fastRequest{endpoint: -1, bodyLen: -1}
 	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
 	path, ok := bytes.CutPrefix(line, []byte("POST "))
 	if !ok {
-		return fastRequest{}, fastOther
+		return fastRequest{}, false
 	}
 	path, ok = bytes.CutSuffix(path, []byte(" HTTP/1.1"))
 	if !ok {
-		return fastRequest{}, fastOther
+		return fastRequest{}, false
 	}
 	for i, p := range fastPaths {
 		if string(path) == p {
@@ -100,49 +124,64 @@ func parseFastHead(buf []byte) (fastRequest, fastParse) {
 		}
 	}
 	if req.endpoint < 0 {
-		return fastRequest{}, fastOther
+		return fastRequest{}, false
 	}
 	host := false
 	for n := 0; len(rest) > 0; n++ {
 		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
 		name, value, ok := bytes.Cut(line, []byte(":"))
 		if !ok || n == maxFastHeaders || !isToken(name) || !isFieldValue(value) {
-			return fastRequest{}, fastOther
+			return fastRequest{}, false
 		}
 		value = bytes.Trim(value, " \t")
 		switch {
 		case asciiEqualFold(name, "host"):
 			if host || !isSimpleHost(value) {
-				return fastRequest{}, fastOther
+				return fastRequest{}, false
 			}
 			host = true
 		case asciiEqualFold(name, "content-length"):
 			if req.bodyLen >= 0 {
-				return fastRequest{}, fastOther
+				return fastRequest{}, false
 			}
 			if req.bodyLen = parseLength(value); req.bodyLen < 0 {
-				return fastRequest{}, fastOther
+				return fastRequest{}, false
 			}
 		case keptName(name) != "":
 			if req.nKept == maxKeptFields {
-				return fastRequest{}, fastOther
+				return fastRequest{}, false
 			}
 			req.kept[req.nKept] = keptField{keptName(name), value[:len(value):len(value)]}
 			req.nKept++
 		case asciiEqualFold(name, "connection"):
 			if !asciiEqualFold(value, "keep-alive") {
-				return fastRequest{}, fastOther
+				return fastRequest{}, false
 			}
 		default:
 			if !ignoredField(name) {
-				return fastRequest{}, fastOther
+				return fastRequest{}, false
 			}
 		}
 	}
-	if !host || req.bodyLen < 0 {
-		return fastRequest{}, fastOther
+	if complete && (!host || req.bodyLen < 0) {
+		return fastRequest{}, false
 	}
-	return req, fastOK
+	return req, true
+}
+
+// hasBareLF reports whether b holds a line feed that does not follow a
+// carriage return.
+func hasBareLF(b []byte) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return false
+		}
+		if i+j == 0 || b[i+j-1] != '\r' {
+			return true
+		}
+		i += j + 1
+	}
 }
 
 // parseLength parses a Content-Length the fast path takes: 1 to 6 digits,

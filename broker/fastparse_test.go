@@ -3,6 +3,8 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"testing"
@@ -11,7 +13,10 @@ import (
 // FuzzParseFastHead checks that every head the fast path accepts is one
 // net/http reads the same way: a POST to the same endpoint with the same
 // Content-Length and Snowflake-NAT-Type, so that taking it off net/http
-// changes nothing.
+// changes nothing; and that the fast path waits for more of a head only
+// where net/http would wait too, so that it never leaves unanswered (or
+// answers late) what net/http answers at once, such as a head whose lines
+// end in a bare LF. What it hands over, net/http reads as ever.
 func FuzzParseFastHead(f *testing.F) {
 	for _, seed := range []string{
 		"POST /proxy HTTP/1.1\r\nHost: broker\r\nContent-Length: 2\r\n\r\n{}",
@@ -23,11 +28,31 @@ func FuzzParseFastHead(f *testing.F) {
 		"POST /proxy HTTP/1.1\r\nHost: b\r\n Content-Length: 1\r\n\r\n",
 		"POST /proxy HTTP/1.1\r\nHost: b\r\nContent-Length : 1\r\n\r\n",
 		"POST /answer HTTP/1.1\r\nHost: b\r\nContent-Length: 0\r\nX-Forwarded-For: 192.0.2.1, 10.0.0.1\r\nx-forwarded-for: 10.0.0.2\r\nForwarded: for=\"[2001:db8::1]\"\r\n\r\n",
+		// Bare LF line ends, alone and mixed with CRLF, complete or not.
+		"POST /proxy HTTP/1.1\nHost: b\nContent-Length: 2\n\n{}",
+		"POST /proxy HTTP/1.1\r\nHost: b\nContent-Length: 2\r\n\r\n{}",
+		"POST /proxy HTTP/1.1\r\nHost: b\r\nContent-Length: 2\r\n\n{}",
+		"POST /proxy HTTP/1.1\r\nHost: b\r\nContent-Length: 2\n\r\n{}",
+		"POST /client HTTP/1.1\nHost: b\n",
+		"POST /answer HTTP/1.1\r\nHost: b\r\nContent-Length: 6\r\n\nab\r\n\r\n",
+		"POST /answer HTTP/1.1\r\nHost: b\r\nBad Line\r\n",
+		"POST /answer HTTP/1.1\r\nHost: b\r",
+		"POST /ans",
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req, res := parseFastHead(data)
+		if res == fastIncomplete {
+			// net/http reads a head line by line, a line ending at LF;
+			// it must still be waiting after the complete ones.
+			lines := data[:bytes.LastIndexByte(data, '\n')+1]
+			_, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(lines)))
+			if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+				t.Fatalf("waits for more of %q, which net/http reads: %v", data, err)
+			}
+			return
+		}
 		if res != fastOK {
 			return
 		}

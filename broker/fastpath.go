@@ -34,10 +34,11 @@ import (
 //
 // Limits: the head at most maxFastHead bytes and maxFastHeaders lines,
 // the body at most messages.MaxBodySize; the http.Server's
-// ReadHeaderTimeout (from the first byte of a request), ReadTimeout,
-// WriteTimeout and IdleTimeout apply as in net/http; new and handed-back
-// connections pass through the listener's admission as they would into
-// net/http. As net/http does, a client's connection is read while its
+// ReadHeaderTimeout and ReadTimeout (both from the connection's start for
+// its first request, from the first byte for a later one), WriteTimeout
+// and IdleTimeout apply as in net/http, and a request handed to net/http
+// midway keeps its deadlines; new and handed-back connections pass
+// through the listener's admission as they would into net/http. As net/http does, a client's connection is read while its
 // offer waits for an answer, so that a client that leaves is noticed.
 
 // fastChunkBuffer is net/http's bufferBeforeChunkingSize: a handler's
@@ -172,17 +173,17 @@ func (fc *fastConn) serve() {
 	}()
 	idle := false // waiting for a request after a response
 	for {
-		req, res, ok := fc.readHead(&buf, idle)
+		req, res, began, ok := fc.readHead(&buf, idle)
 		if !ok {
 			fc.done(true)
 			return
 		}
 		if res == fastOther {
-			fc.toHTTP(buf)
+			fc.toHTTP(buf, began)
 			return
 		}
 		n := req.headLen + req.bodyLen
-		if !fc.readBody(&buf, n) {
+		if !fc.readBody(&buf, n, began) {
 			fc.done(true)
 			return
 		}
@@ -220,49 +221,71 @@ func (fc *fastConn) recycle() {
 
 // readHead reads until buf starts with a complete head or one the fast
 // path does not take; false if the connection failed, timed out or closed.
-func (fc *fastConn) readHead(bufp *[]byte, idle bool) (fastRequest, fastParse, bool) {
+// It returns when the request began, from which its timeouts count as
+// net/http counts them: the connection's start for its first request
+// (idle false), else the request's first byte.
+func (fc *fastConn) readHead(bufp *[]byte, idle bool) (req fastRequest, res fastParse, began time.Time, ok bool) {
 	srv := fc.f.srv
-	var started time.Time // the request's first byte
+	if !idle {
+		began = time.Now()
+	}
+	skipped := !idle
 	for {
 		buf := *bufp
 		if len(buf) > 0 {
-			if started.IsZero() {
-				started = time.Now()
+			if began.IsZero() {
+				began = time.Now()
 			}
+			if !skipped && (len(buf) >= 4 || !isCRorLF(buf[0])) {
+				// As net/http after a POST (every request the fast
+				// path serves): CR and LF bytes among the next
+				// request's first 4 are dropped, for old clients
+				// that end a body with a CRLF (RFC 9112, section 2.2).
+				k := 0
+				for k < min(len(buf), 4) && isCRorLF(buf[k]) {
+					k++
+				}
+				buf = buf[:copy(buf, buf[k:])]
+				*bufp, skipped = buf, true
+			}
+		}
+		if len(buf) > 0 && skipped {
 			if req, res := parseFastHead(buf); res != fastIncomplete {
-				return req, res, true
+				return req, res, began, true
 			}
 		}
 		var deadline time.Time
-		switch {
-		case len(buf) > 0 || !idle:
-			if srv.ReadHeaderTimeout > 0 || srv.ReadTimeout > 0 {
-				if started.IsZero() {
-					started = time.Now()
-				}
-				d := srv.ReadHeaderTimeout
-				if d <= 0 {
-					d = srv.ReadTimeout
-				}
-				deadline = started.Add(d)
+		if !began.IsZero() {
+			if d := readHeaderTimeout(srv); d > 0 {
+				deadline = began.Add(d)
 			}
-		default:
-			if d := idleTimeout(srv); d > 0 {
-				deadline = time.Now().Add(d)
-			}
+		} else if d := idleTimeout(srv); d > 0 {
+			deadline = time.Now().Add(d)
 		}
 		if len(buf) == cap(buf) { // cannot happen: the buffer outgrows maxFastHead
-			return fastRequest{}, fastOther, true
+			return fastRequest{}, fastOther, began, true
 		}
 		if !fc.read(bufp, deadline) {
-			return fastRequest{}, 0, false
+			return fastRequest{}, 0, began, false
 		}
 	}
 }
 
-// readBody reads until buf holds n bytes; false if the connection failed
-// or timed out.
-func (fc *fastConn) readBody(bufp *[]byte, n int) bool {
+func isCRorLF(c byte) bool { return c == '\r' || c == '\n' }
+
+// readHeaderTimeout is how long net/http gives srv's requests for their
+// head.
+func readHeaderTimeout(srv *http.Server) time.Duration {
+	if srv.ReadHeaderTimeout != 0 {
+		return srv.ReadHeaderTimeout
+	}
+	return srv.ReadTimeout
+}
+
+// readBody reads until buf holds n bytes, by the server's ReadTimeout
+// from when the request began, as net/http; false if the connection
+// failed or timed out.
+func (fc *fastConn) readBody(bufp *[]byte, n int, began time.Time) bool {
 	if n > cap(*bufp) {
 		grown := make([]byte, len(*bufp), n)
 		copy(grown, *bufp)
@@ -270,7 +293,7 @@ func (fc *fastConn) readBody(bufp *[]byte, n int) bool {
 	}
 	var deadline time.Time
 	if d := fc.f.srv.ReadTimeout; d > 0 {
-		deadline = time.Now().Add(d)
+		deadline = began.Add(d)
 	}
 	for len(*bufp) < n {
 		if !fc.read(bufp, deadline) {
@@ -304,9 +327,12 @@ func (fc *fastConn) read(bufp *[]byte, deadline time.Time) bool {
 	return err == nil
 }
 
-// toHTTP hands the connection to net/http with the bytes read so far.
-func (fc *fastConn) toHTTP(buf []byte) {
+// toHTTP hands the connection to net/http with the bytes read so far of
+// a request that began at began: net/http's timeouts for it count from
+// then (see parkConn.SetReadDeadline), not from the handover.
+func (fc *fastConn) toHTTP(buf []byte, began time.Time) {
 	fc.pc.replay = append(fc.pc.replay, buf...)
+	fc.pc.began = began
 	_ = fc.pc.SetDeadline(time.Time{})
 	fc.done(false)
 	fc.f.l.admission.release(fc.pc)

@@ -115,9 +115,29 @@ func withHeader(req []byte, field string) []byte {
 	return fmt.Appendf(nil, "%s\r\n%s\r\n\r\n%s", head, field, body)
 }
 
+// withBareLF ends with a bare LF instead of CRLF the lines of req's head
+// for which bare(i, blank) is true: i counts from 0, blank is the blank
+// line that ends the head.
+func withBareLF(req []byte, bare func(i int, blank bool) bool) []byte {
+	head, body, _ := bytes.Cut(req, []byte("\r\n\r\n"))
+	lines := append(bytes.Split(head, []byte("\r\n")), nil)
+	var out []byte
+	for i, l := range lines {
+		out = append(out, l...)
+		if bare(i, i == len(lines)-1) {
+			out = append(out, '\n')
+		} else {
+			out = append(out, "\r\n"...)
+		}
+	}
+	return append(out, body...)
+}
+
 // TestFastPathBytes checks that every kind of rendezvous response the
 // fast path writes is the one net/http writes, byte for byte but the
-// date, and that net/http never saw those requests.
+// date, and that net/http never saw those requests; and that requests
+// whose lines end in a bare LF, which the fast path hands over, are
+// answered as net/http answers them.
 func TestFastPathBytes(t *testing.T) {
 	bridges := snowflakeBridges(t)
 	longAnswer := sd(t, "answer", strings.Repeat("x", 3000)) // a response past net/http's 2 KiB buffer: chunked
@@ -135,6 +155,22 @@ func TestFastPathBytes(t *testing.T) {
 		"client legacy bad":       rawRequest("POST", "/client", []byte("nonsense")),
 		"forwarded":               withHeader(rawRequest("POST", "/answer", []byte("{}")), "X-Forwarded-For: 192.0.2.1\r\nForwarded: for=192.0.2.2"),
 		"usual fields":            withHeader(rawRequest("POST", "/answer", []byte("{}")), "User-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\nConnection: keep-alive"),
+		// net/http drops a CRLF after a POST's body (sent again below).
+		"CRLF after the body": append(rawRequest("POST", "/answer", vector(t, "proxy-answer-request.json")), "\r\n"...),
+	}
+	all := func(int, bool) bool { return true }
+	answer := rawRequest("POST", "/answer", []byte("{}"))
+	handedOver := map[string][]byte{
+		"LF":                          withBareLF(rawRequest("POST", "/answer", vector(t, "proxy-answer-request.json")), all),
+		"LF, no body":                 withBareLF(rawRequest("POST", "/proxy", nil), all),
+		"LF, client":                  withBareLF(rawRequest("POST", "/client", vector(t, "client-poll-request-1.0.txt")), all),
+		"LF, refused":                 withBareLF(rawRequest("POST", "/answer", []byte("[]")), all),
+		"LF, page":                    withBareLF([]byte("GET /robots.txt HTTP/1.1\r\nHost: broker\r\n\r\n"), all),
+		"LF in the first line":        withBareLF(answer, func(i int, _ bool) bool { return i == 0 }),
+		"LF in a field line":          withBareLF(answer, func(i int, _ bool) bool { return i == 1 }),
+		"LF blank line":               withBareLF(answer, func(_ int, blank bool) bool { return blank }),
+		"LF, CRLF blank line":         withBareLF(rawRequest("POST", "/client", vector(t, "client-poll-request-1.0.txt")), func(_ int, blank bool) bool { return !blank }),
+		"LF blank, CRLFs in the body": withBareLF(rawRequest("POST", "/answer", []byte("{\r\n\r\n}")), func(_ int, blank bool) bool { return blank }),
 	}
 	got := map[string]map[string][]byte{}
 	for _, mode := range []string{"fast", "plain"} {
@@ -164,6 +200,12 @@ func TestFastPathBytes(t *testing.T) {
 		got[mode]["client matched, chunked"] = <-client
 		if httpConns.Load() != 0 {
 			t.Errorf("net/http accepted %d connections, want none", httpConns.Load())
+		}
+		for name, req := range handedOver {
+			got[mode][name] = exchangeKept(t, tb, req)
+		}
+		if n := httpConns.Load(); mode == "fast" && n != int64(len(handedOver)) {
+			t.Errorf("net/http accepted %d connections, want %d (the bare LF requests)", n, len(handedOver))
 		}
 	}
 	for name, want := range got["plain"] {
@@ -268,5 +310,54 @@ func TestFastPathClientGone(t *testing.T) {
 	got := exchange(t, tb, rawRequest("POST", "/answer", proxyAnswer(t, "left", sd(t, "answer", "a"))))[0]
 	if gone := vector(t, "proxy-answer-response-client-gone.json"); !bytes.HasSuffix(got, gone) {
 		t.Fatalf("answer response %q, want body %q", got, gone)
+	}
+}
+
+// TestFastPathTimeoutsFromFirstByte checks that a request's header
+// timeout and ReadTimeout count from its start, as net/http counts them,
+// whether the fast path reads all of it or hands it to net/http midway:
+// a client sends the first bytes of a request, the rest of its head (or
+// its head and part of its body) three quarters of the timeout later,
+// then stalls. Its connection must close after half the timeout and
+// before one and a half: restarted at the handover, or counted from the
+// head's end, the timeout would end at one and three quarters.
+func TestFastPathTimeoutsFromFirstByte(t *testing.T) {
+	const timeout = 2 * time.Second
+	cases := []struct {
+		name        string
+		first, rest string
+		headerOnly  bool // ReadHeaderTimeout; else ReadTimeout
+		toHTTP      bool // the fast path hands the request over
+	}{
+		{"head, method", "P", "UT /answer HTTP/1.1\r\nHost: broker\r\n", true, true},
+		{"head, unknown field", "POST /answer HTTP/1.1\r\n", "Host: broker\r\nX-Unknown: 1\r\n", true, true},
+		{"head, bare LF", "POST /answer HTTP/1.1\r\n", "Host: broker\n", true, true},
+		{"head, fast path", "POST /answer HTTP/1.1\r\n", "Host: broker\r\n", true, false},
+		{"body, fast path", "POST /answer HTTP/1.1\r\n", "Host: broker\r\nContent-Length: 10\r\n\r\n{", false, false},
+		{"body, unknown field", "POST /answer HTTP/1.1\r\n", "Host: broker\r\nX-Unknown: 1\r\nContent-Length: 10\r\n\r\n{", false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tb, httpConns := newCountingFastBroker(t, broker.Config{}, func(srv *http.Server) {
+				if tc.headerOnly {
+					srv.ReadHeaderTimeout = timeout
+				} else {
+					srv.ReadTimeout = timeout
+				}
+			})
+			c := tb.dial(t)
+			start := time.Now()
+			write(t, c, []byte(tc.first))
+			time.Sleep(timeout * 3 / 4) // a slow client, not a synchronisation
+			write(t, c, []byte(tc.rest))
+			_, _ = io.Copy(io.Discard, c) // until the broker closes
+			if d := time.Since(start); d < timeout/2 || d >= timeout*3/2 {
+				t.Errorf("connection closed after %v, want within the %v timeout from the first byte", d, timeout)
+			}
+			if n := httpConns.Load(); (n == 1) != tc.toHTTP {
+				t.Errorf("net/http accepted %d connections, want handed over: %v", n, tc.toHTTP)
+			}
+		})
 	}
 }

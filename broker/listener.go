@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/flurrypt/flurry/broker/internal/stats"
 	"github.com/flurrypt/flurry/internal/peerlimit"
@@ -154,9 +155,13 @@ func (l *listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !l.admission.admit(parkConnOf(c), l.done) {
+	pc := parkConnOf(c)
+	if !l.admission.admit(pc, l.done) {
 		c.Close()
 		return nil, net.ErrClosed
+	}
+	if pc != nil && !pc.began.IsZero() { // net/http starts its timeouts now
+		pc.lag, pc.began = time.Since(pc.began), time.Time{}
 	}
 	return c, nil
 }
@@ -313,6 +318,12 @@ type parkConn struct {
 
 	key     netip.Addr  // the key of its place in l.peers
 	counted atomic.Bool // it holds a place in l.peers, until Close
+
+	// began is when the request the fast path hands to net/http began
+	// (zero: none); Accept turns it into lag, how long before net/http
+	// took the connection that was. Owned as replay is.
+	began time.Time
+	lag   time.Duration
 }
 
 // parkAddr is the LocalAddr of a parkConn: the real address, marked.
@@ -322,6 +333,26 @@ type parkAddr struct {
 }
 
 func (c *parkConn) LocalAddr() net.Addr { return parkAddr{c.Conn.LocalAddr(), c} }
+
+// SetReadDeadline moves the deadlines net/http sets for a request the
+// fast path handed over midway back by lag, until net/http starts its
+// response: net/http counts its ReadHeaderTimeout and ReadTimeout from
+// when it took the connection, the request began lag earlier. Its other
+// deadlines then (none, or one already past) stay as they are.
+func (c *parkConn) SetReadDeadline(t time.Time) error {
+	if c.lag > 0 && !t.IsZero() {
+		t = t.Add(-c.lag)
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// Write writes p; the first write of net/http's response ends the lag.
+func (c *parkConn) Write(p []byte) (int, error) {
+	if c.lag != 0 {
+		c.lag = 0
+	}
+	return c.Conn.Write(p)
+}
 
 func (c *parkConn) Read(p []byte) (int, error) {
 	if len(c.replay) == 0 {
