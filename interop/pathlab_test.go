@@ -100,12 +100,16 @@ func TestPathLab(t *testing.T) {
 				t.Errorf("%s: TCP reference: %v", profile, err)
 			}
 			st := ref.Stats.Sub(before)
-			fmt.Fprintf(&report, "  %d %-28s %6.2f MB/s, first byte %5.2fs, box drops %d, lost %d\n", round+1, "tcp", ref.MBps(),
+			line := fmt.Sprintf("  %d %-28s %6.2f MB/s, first byte %5.2fs, box drops %d, lost %d\n", round+1, "tcp", ref.MBps(),
 				ref.TimeToFirstByte.Seconds(), st.Up.QueueDropped+st.Down.QueueDropped, st.Up.LossDropped+st.Down.LossDropped)
+			report.WriteString(line)
+			t.Logf("%s:%s", profile, line) // as it goes: the run takes many minutes
 			for _, c := range pathChains {
 				n++
 				r := runPathCell(t, n, path, c.roles, fl, sf)
-				fmt.Fprintf(&report, "  %d %-28s %s\n", round+1, c.name, r)
+				line := fmt.Sprintf("  %d %-28s %s\n", round+1, c.name, r)
+				report.WriteString(line)
+				t.Logf("%s:%s", profile, line)
 			}
 		}
 	}
