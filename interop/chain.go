@@ -80,6 +80,10 @@ type ChainConfig struct {
 	// Covert is the -covertdtls-config given to the client and to every
 	// proxy; empty means the flag is not given (each binary's default).
 	Covert string
+	// ProxyCovert, if set, gives the -covertdtls-config of the first
+	// len(ProxyCovert) proxies, in the order they start, instead of
+	// Covert ("" leaves the flag out); later proxies take Covert.
+	ProxyCovert []string
 	// Front, if set, is a front (an address, port 80) through which the
 	// client reaches the broker by domain fronting: its -url names the
 	// broker as FrontedBrokerHost and its -fronts is Front. The caller runs
@@ -435,8 +439,12 @@ func (c *Chain) StartProxy(ctx context.Context) (*demo.Process, error) {
 	if c.cfg.STUN != "" {
 		args = append(args, "-stun", c.cfg.STUN)
 	}
-	if c.cfg.Covert != "" {
-		args = append(args, "-covertdtls-config", c.cfg.Covert)
+	covert := c.cfg.Covert
+	if i := c.nextProxy - 1; i < len(c.cfg.ProxyCovert) {
+		covert = c.cfg.ProxyCovert[i]
+	}
+	if covert != "" {
+		args = append(args, "-covertdtls-config", covert)
 	}
 	p, err := c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
 		Name: name, Path: c.bin("proxy"), LogPath: c.logPath(name), Args: args,
