@@ -2,9 +2,17 @@ package interop
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -18,7 +26,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flurrypt/flurry/common/sqscreds"
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/sqstest"
 	"github.com/flurrypt/flurry/internal/stuntest"
 	"github.com/flurrypt/flurry/internal/testenv"
 	"github.com/flurrypt/flurry/internal/turntest"
@@ -47,12 +57,13 @@ const (
 	direct   rendezvous = iota // straight to the broker's address
 	fronted                    // domain fronting through a CDN stand-in
 	ampRoute                   // through an AMP cache stand-in, fronted
+	sqsRoute                   // through an SQS stand-in
 )
 
 // labConfigs are the matrix's columns: each implementation at its
 // defaults, Flurry in each covert DTLS mode, the mixed chains a Flurry
 // user meets (our client with Snowflake's volunteers, Snowflake's client
-// with ours), both clients with fronted and AMP cache rendezvous, and
+// with ours), both clients with fronted, AMP cache and SQS rendezvous, and
 // Flurry's client with a TURN server over TCP (Snowflake's client takes
 // only STUN servers).
 func labConfigs() []labConfig {
@@ -71,6 +82,8 @@ func labConfigs() []labConfig {
 		{Name: "flurry-fronted", Roles: Roles{}, Rendezvous: fronted},
 		{Name: "snowflake-amp", Roles: sf, Rendezvous: ampRoute},
 		{Name: "flurry-amp", Roles: Roles{}, Rendezvous: ampRoute},
+		{Name: "snowflake-sqs", Roles: sf, Rendezvous: sqsRoute},
+		{Name: "flurry-sqs", Roles: Roles{}, Rendezvous: sqsRoute},
 		{Name: "flurry-turn", Roles: Roles{}, TURN: true},
 	}
 }
@@ -82,11 +95,13 @@ func labCensors() []string {
 
 // The lab's outside addresses: the broker, relay and proxies on the first,
 // the STUN server on the second (so that stun-block can single it out as
-// a censor blocks known STUN servers), the CDN stand-in on the third.
+// a censor blocks known STUN servers), the CDN stand-in on the third, the
+// SQS stand-in on the fourth.
 const (
 	labMainAddr = iota
 	labSTUNAddr
 	labCDNAddr
+	labSQSAddr
 )
 
 // labProfile is the path between the client and everything else in every
@@ -248,7 +263,13 @@ func runLabCell(t *testing.T, i int, cfg labConfig, censorName string, allow []s
 	}
 	chainCfg := ChainConfig{Roles: cfg.Roles, Flurry: fl, Snowflake: sf, FileSize: size, STUN: stunURL, Covert: cfg.Covert, Lab: lab,
 		Dir: filepath.Join(t.TempDir(), "chain")}
-	if cfg.Rendezvous != direct {
+	if cfg.Rendezvous == sqsRoute {
+		if chainCfg.SQS, err = startSQS(t, lab, chainCfg.Dir); err != nil {
+			t.Errorf("%s / %s: SQS: %v", cfg.Name, censorName, err)
+			return fail(err)
+		}
+	}
+	if cfg.Rendezvous == fronted || cfg.Rendezvous == ampRoute {
 		chainCfg.Front = lab.OutsideAddr(labCDNAddr).String()
 	}
 	if cfg.Rendezvous == ampRoute {
@@ -379,6 +400,110 @@ func startCDN(t *testing.T, lab *netlab.Lab, front, brokerURL string) error {
 	return nil
 }
 
+// The SQS stand-in: the queue the broker reads, the AWS key of broker and
+// client, and the endpoint's name, which resolves to labSQSAddr on both
+// sides of a lab.
+const (
+	labSQSQueueURL = "https://" + labSQSHost + "/000000000000/snowflake-broker"
+	labSQSHost     = "sqs.us-east-1.amazonaws.com"
+	labSQSKeyID    = "AKIAFLURRYLAB"
+	labSQSSecret   = "flurry-lab-secret"
+)
+
+// startSQS runs an SQS-compatible server (package sqstest) on the lab's
+// outside at labSQSAddr:443, with a certificate for labSQSHost from a CA
+// of its own (written to dir), and makes labSQSHost resolve to it for the
+// processes the lab starts on either side: ip netns exec mounts
+// /etc/netns/NAMESPACE/hosts over /etc/hosts. The censor sees what it
+// would see of real SQS rendezvous: TLS to sqs.<region>.amazonaws.com on
+// an address that is not the broker's.
+func startSQS(t *testing.T, lab *netlab.Lab, dir string) (*ChainSQS, error) {
+	addr := lab.OutsideAddr(labSQSAddr)
+	caPEM, cert, err := labCert(labSQSHost, addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	caFile := filepath.Join(dir, "sqs-ca.pem")
+	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
+		return nil, err
+	}
+	for _, side := range []netlab.Side{netlab.Client, netlab.Outside} {
+		nsDir := filepath.Join("/etc/netns", lab.Namespace(side))
+		if err := os.MkdirAll(nsDir, 0o755); err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { os.RemoveAll(nsDir) })
+		hosts := fmt.Sprintf("127.0.0.1 localhost\n%s %s\n", addr, labSQSHost)
+		if err := os.WriteFile(filepath.Join(nsDir, "hosts"), []byte(hosts), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	var ln net.Listener
+	if err := lab.Do(netlab.Outside, func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(addr.String(), "443"))
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	srv := sqstest.New(sqstest.Config{AccessKeyID: labSQSKeyID, Listener: ln,
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}}})
+	t.Cleanup(srv.Close)
+	creds, err := sqscreds.Credentials{AccessKeyID: labSQSKeyID, SecretKey: labSQSSecret}.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return &ChainSQS{QueueURL: labSQSQueueURL, Creds: creds, CAFile: caFile}, nil
+}
+
+// labCert returns a new CA's certificate (PEM) and a certificate it
+// signed for host and addr.
+func labCert(host string, addr netip.Addr) ([]byte, tls.Certificate, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	now := time.Now()
+	ca := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "flurry censor lab CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	if ca, err = x509.ParseCertificate(caDER); err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: host},
+		DNSNames:     []string{host},
+		IPAddresses:  []net.IP{addr.AsSlice()},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	return caPEM, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
 // labWaysAround are the cells that show a known way around a censor: the
 // configuration a user or operator should set (docs/censorship.md).
 var labWaysAround = [][2]string{
@@ -387,6 +512,8 @@ var labWaysAround = [][2]string{
 	{"flurry", "dtls-allowlist"},
 	{"flurry-fronted", "sni-block"},
 	{"flurry-amp", "sni-block"},
+	{"snowflake-sqs", "sni-block"},
+	{"flurry-sqs", "sni-block"},
 	{"flurry-turn", "udp-block"},
 }
 

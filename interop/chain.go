@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/flurrypt/flurry/common/sqscreds"
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/messages"
 	"github.com/flurrypt/flurry/netlab"
@@ -76,6 +80,10 @@ type ChainConfig struct {
 	// Covert is the -covertdtls-config given to the client and to every
 	// proxy; empty means the flag is not given (each binary's default).
 	Covert string
+	// ProxyCovert, if set, gives the -covertdtls-config of the first
+	// len(ProxyCovert) proxies, in the order they start, instead of
+	// Covert ("" leaves the flag out); later proxies take Covert.
+	ProxyCovert []string
 	// Front, if set, is a front (an address, port 80) through which the
 	// client reaches the broker by domain fronting: its -url names the
 	// broker as FrontedBrokerHost and its -fronts is Front. The caller runs
@@ -87,12 +95,33 @@ type ChainConfig struct {
 	AMPCache string
 	// ClientICE, if set, is the client's -ice instead of STUN.
 	ClientICE string
+	// SQS, if set, makes the client rendezvous through Amazon SQS instead
+	// of the broker's URL; nil is direct HTTP rendezvous.
+	SQS *ChainSQS
 	// Lab, if set, puts the chain across a network lab: the client on its
 	// client side, every other role (and the target and STUN server the
 	// caller starts there) on its outside, so that all the client sends
 	// and receives crosses the lab's middlebox. Nil keeps the whole chain
 	// on 127.0.0.1.
 	Lab *netlab.Lab
+}
+
+// ChainSQS is a chain's SQS rendezvous: the broker reads the queue
+// (-broker-sqs-name and -broker-sqs-region, from QueueURL) with the key in
+// Creds (through AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), and the
+// client sends its poll requests there (-sqsqueue QueueURL, -sqscreds
+// Creds). Both use AWS's endpoint for the queue's region: the caller runs
+// the SQS-compatible server that endpoint's name resolves to, on both
+// sides of a lab, with a certificate signed by the CA in CAFile.
+type ChainSQS struct {
+	// QueueURL is the broker's queue,
+	// https://sqs.<region>.amazonaws.com/<account>/<queue>.
+	QueueURL string
+	// Creds is the AWS key in sqscreds form (package common/sqscreds).
+	Creds string
+	// CAFile, if set, is a PEM file of the CA the broker and client
+	// trust (SSL_CERT_FILE and AWS_CA_BUNDLE) instead of the system's.
+	CAFile string
 }
 
 // FrontedBrokerHost is the broker's name in a fronted client's -url: the
@@ -263,11 +292,27 @@ func (c *Chain) start(ctx context.Context) error {
 		// lab's Do does not move into the outside.
 		brokerReady = demo.TCPReady(brokerAddr)
 	}
+	brokerArgs := []string{"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges,
+		"-allowed-relay-pattern", c.relayPattern(), "-poll-interval-filepath", pollPath,
+		"-disable-geoip", "-unsafe-logging"}
+	var brokerEnv []string
+	if q := c.cfg.SQS; q != nil {
+		name, region, err := q.queue()
+		if err != nil {
+			return err
+		}
+		creds, err := sqscreds.Decode(q.Creds)
+		if err != nil {
+			return fmt.Errorf("%w: sqs: %w", ErrChain, err)
+		}
+		brokerArgs = append(brokerArgs, "-broker-sqs-name", name, "-broker-sqs-region", region)
+		// The AWS SDK's default credentials: the environment's.
+		brokerEnv = append(q.env(), "AWS_ACCESS_KEY_ID="+creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+creds.SecretKey)
+	}
 	c.Broker, err = c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
 		Name: "broker", Path: c.bin("broker"), LogPath: c.logPath("broker"),
-		Args: []string{"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges,
-			"-allowed-relay-pattern", c.relayPattern(), "-poll-interval-filepath", pollPath,
-			"-disable-geoip", "-unsafe-logging"},
+		Args:  brokerArgs,
+		Env:   brokerEnv,
 		Dir:   c.cfg.Dir,
 		Ready: brokerReady,
 	})
@@ -292,6 +337,16 @@ func (c *Chain) start(ctx context.Context) error {
 	if c.cfg.AMPCache != "" {
 		args = append(args, "-ampcache", c.cfg.AMPCache)
 	}
+	clientEnv := []string{
+		"TOR_PT_MANAGED_TRANSPORT_VER=1",
+		"TOR_PT_CLIENT_TRANSPORTS=snowflake",
+		"TOR_PT_STATE_LOCATION=" + clientState,
+	}
+	if q := c.cfg.SQS; q != nil {
+		// -url with -sqsqueue is refused: two rendezvous methods.
+		args = append(args[2:], "-sqsqueue", q.QueueURL, "-sqscreds", q.Creds)
+		clientEnv = append(clientEnv, q.env()...)
+	}
 	switch {
 	case c.cfg.ClientICE != "":
 		args = append(args, "-ice", c.cfg.ClientICE)
@@ -304,11 +359,7 @@ func (c *Chain) start(ctx context.Context) error {
 	clientLog := c.logPath("client")
 	c.Client, err = c.startOn(ctx, netlab.Client, demo.ProcessConfig{
 		Name: "client", Path: c.bin("client"), LogPath: clientLog, Args: args,
-		Env: []string{
-			"TOR_PT_MANAGED_TRANSPORT_VER=1",
-			"TOR_PT_CLIENT_TRANSPORTS=snowflake",
-			"TOR_PT_STATE_LOCATION=" + clientState,
-		},
+		Env:      clientEnv,
 		CleanEnv: true,
 		Ready: func(context.Context) error {
 			addr, err := cmethodAddr(clientLog)
@@ -319,6 +370,34 @@ func (c *Chain) start(ctx context.Context) error {
 		},
 	})
 	return err
+}
+
+// sqsQueueHost is an SQS queue URL's host; its group is the region.
+var sqsQueueHost = regexp.MustCompile(`^sqs\.([\w-]+)\.amazonaws\.com$`)
+
+// queue returns the name and region of q's queue.
+func (q *ChainSQS) queue() (name, region string, err error) {
+	u, err := url.Parse(q.QueueURL)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: sqs: %w", ErrChain, err)
+	}
+	m := sqsQueueHost.FindStringSubmatch(u.Hostname())
+	name = path.Base(u.Path)
+	if m == nil || u.Scheme != "https" || name == "/" || name == "." {
+		return "", "", fmt.Errorf("%w: sqs: want https://sqs.<region>.amazonaws.com/<account>/<queue>, not %s", ErrChain, q.QueueURL)
+	}
+	return name, m[1], nil
+}
+
+// env is the environment the broker and the client need for q: no AWS
+// configuration but what the chain gives (the AWS SDK reads files under
+// $HOME and asks the instance metadata service otherwise), and the CA.
+func (q *ChainSQS) env() []string {
+	env := []string{"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull}
+	if q.CAFile != "" {
+		env = append(env, "SSL_CERT_FILE="+q.CAFile, "AWS_CA_BUNDLE="+q.CAFile)
+	}
+	return env
 }
 
 // relayPattern is the relay host pattern the broker and proxies accept.
@@ -360,8 +439,12 @@ func (c *Chain) StartProxy(ctx context.Context) (*demo.Process, error) {
 	if c.cfg.STUN != "" {
 		args = append(args, "-stun", c.cfg.STUN)
 	}
-	if c.cfg.Covert != "" {
-		args = append(args, "-covertdtls-config", c.cfg.Covert)
+	covert := c.cfg.Covert
+	if i := c.nextProxy - 1; i < len(c.cfg.ProxyCovert) {
+		covert = c.cfg.ProxyCovert[i]
+	}
+	if covert != "" {
+		args = append(args, "-covertdtls-config", covert)
 	}
 	p, err := c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
 		Name: name, Path: c.bin("proxy"), LogPath: c.logPath(name), Args: args,

@@ -1,7 +1,8 @@
 // Package sqstest is an in-memory Amazon SQS server for tests, speaking the
 // AWS JSON 1.0 protocol that the AWS SDK for Go v2 uses (service/sqs since
-// v1.28). It listens on loopback only, like net/http/httptest, and
-// implements just what Flurry's SQS rendezvous uses: CreateQueue,
+// v1.28). It listens on loopback, like net/http/httptest (or on a listener
+// the test gives it, over HTTP or HTTPS), and implements just what Flurry's
+// SQS rendezvous uses: CreateQueue,
 // GetQueueUrl, ListQueues, GetQueueAttributes, DeleteQueue, SendMessage,
 // ReceiveMessage (with long polling and visibility timeouts) and
 // DeleteMessage.

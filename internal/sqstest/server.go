@@ -3,10 +3,12 @@ package sqstest
 import (
 	"context"
 	"crypto/md5"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -38,6 +40,14 @@ type Config struct {
 	// Authorization header; other requests fail with
 	// UnrecognizedClientException.
 	AccessKeyID string
+	// Listener, if set, is where the server serves (it closes it on
+	// Close) instead of a new loopback port: a test that needs the server
+	// at another address, or in another network namespace, opens it
+	// there.
+	Listener net.Listener
+	// TLS, if set, makes the server speak HTTPS with this configuration's
+	// certificates; URL then starts with https://.
+	TLS *tls.Config
 }
 
 // MessageAttribute is an SQS message attribute, as on the wire.
@@ -93,7 +103,7 @@ type message struct {
 	received  int
 }
 
-// New starts a Server on a loopback port.
+// New starts a Server on a loopback port, or on Config.Listener.
 func New(cfg Config) *Server {
 	s := &Server{
 		cfg:     cfg,
@@ -103,7 +113,17 @@ func New(cfg Config) *Server {
 		faults:  make(map[string]int),
 		calls:   make(map[string]int),
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if cfg.Listener != nil {
+		s.srv.Listener.Close()
+		s.srv.Listener = cfg.Listener
+	}
+	if cfg.TLS != nil {
+		s.srv.TLS = cfg.TLS
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
 	s.URL = s.srv.URL
 	return s
 }
