@@ -2,6 +2,12 @@
 # `make` (or `make help`) lists the targets.
 
 GO        ?= go
+# go.mod asks for Go 1.27.3 (README, "What a machine needs"). A machine
+# starts on its own Go, which may be older or set to GOTOOLCHAIN=local (as
+# Debian's is): name the release, and the go command fetches it from the Go
+# module proxy once. The environment may override it.
+GOTOOLCHAIN ?= go1.27.3
+export GOTOOLCHAIN
 BIN       ?= bin
 PKGS      ?= ./...
 FUZZTIME  ?= 10s

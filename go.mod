@@ -1,6 +1,6 @@
 module github.com/flurrypt/flurry
 
-go 1.26.2
+go 1.27.3
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0

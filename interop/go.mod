@@ -1,6 +1,6 @@
 module github.com/flurrypt/flurry/interop
 
-go 1.26.2
+go 1.27.3
 
 require (
 	github.com/flurrypt/flurry v0.0.0

@@ -24,7 +24,10 @@ var htmlSafeByte = func() (t [utf8.RuneSelf]bool) {
 const lowerHex = "0123456789abcdef"
 
 // appendJSONString appends s as json.Marshal writes a string (HTML-escaped,
-// U+2028 and U+2029 escaped, invalid UTF-8 as \ufffd).
+// U+2028 and U+2029 escaped, each invalid UTF-8 byte as the replacement
+// character U+FFFD, unescaped: Go 1.27's encoding/json, built on
+// encoding/json/v2, writes it so; Go 1.26's wrote the escape \ufffd, which
+// decodes to the same string).
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -59,7 +62,7 @@ func appendJSONString(dst []byte, s string) []byte {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			dst = utf8.AppendRune(dst, utf8.RuneError)
 		case r == '\u2028' || r == '\u2029':
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'u', '2', '0', '2', lowerHex[r&0xf])

@@ -1,7 +1,6 @@
 package wsserver
 
 import (
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/flurrypt/flurry/relay/internal/tlsbuf"
 )
 
 // Buffer sizes. Buffers are borrowed per read and per write, never held by
@@ -156,12 +153,10 @@ func (c *Conn) Read(p []byte) (int, error) {
 }
 
 // Release gives the read buffer back to the pool, keeping what it holds
-// unread (at most the start of a frame) aside, and drops TLS's empty input
-// buffers. The reader calls it before the connection idles.
+// unread (at most the start of a frame) aside. The reader calls it before
+// the connection idles. With TLS, the input buffers crypto/tls keeps for the
+// connection's life stay: Go has no API to release them.
 func (c *Conn) Release() {
-	if tc, ok := c.conn.(*tls.Conn); ok {
-		tlsbuf.Release(tc)
-	}
 	if c.buf == nil {
 		return
 	}

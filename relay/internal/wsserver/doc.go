@@ -8,10 +8,12 @@
 // turbotunnel encapsulation) and whose every Write is one binary message.
 //
 // Unlike gorilla/websocket, a Conn holds no buffer between reads: Read
-// borrows a read buffer from a pool and Release gives it back (with TLS,
-// it also drops crypto/tls's empty input buffers: relay/internal/tlsbuf),
-// so an idle connection costs its struct and little else. A read timeout is not
-// permanent (a Read may be retried after one, and a frame read in part
+// borrows a read buffer from a pool and Release gives it back, so an idle
+// connection costs its struct and little else. With TLS it also keeps what
+// crypto/tls keeps for a connection's life: a record buffer as large as the
+// largest record read ahead (the ClientHello's at least) and a handshake
+// buffer as large as the ClientHello; Go has no API to release them. A read
+// timeout is not permanent (a Read may be retried after one, and a frame read in part
 // continues), so that the caller can wait for a connection with short
 // deadlines and hand it to a readiness poller between them.
 //
