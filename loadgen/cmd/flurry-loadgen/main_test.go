@@ -37,6 +37,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"attack", "-h"}, 0, "connflood"},
 		{[]string{"attack", "connflood", "-h"}, 0, "-conns-per-addr"},
 		{[]string{"attack", "connflood", "-flood-addrs", "127.1.0.9"}, 2, "flood address"},
+		{[]string{"soak", "-h"}, 0, "-proxy-kill-interval"},
+		{[]string{"soak", "-bin", "/nonexistent"}, 2, "missing binaries"},
 		{[]string{"attack", "relay-sessions", "-h"}, 0, "-honest-bytes"},
 		{[]string{"attack", "relay-sessions", "-url", "ws://192.0.2.1/"}, 2, "not a loopback address"},
 		{[]string{"attack", "relay-sessions", "-packet", "x"}, 2, "want header, nop or syn"},
