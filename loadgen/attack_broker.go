@@ -33,6 +33,11 @@ const (
 	// can, straight from one address, taking waiting proxies away from
 	// honest clients (pool draining).
 	AttackAMPFlood = "amp-flood"
+	// AttackConnFlood opens and holds as many TCP connections as it can
+	// from a few addresses (FloodAddrs), sending nothing on them and
+	// opening a new one whenever the broker closes one: the attack on
+	// the broker's file descriptors (attack_connflood.go).
+	AttackConnFlood = "connflood"
 )
 
 // Defaults and limits of BrokerAttackConfig.
@@ -91,6 +96,24 @@ type BrokerAttackConfig struct {
 	// DefaultRequestTimeout.
 	RequestTimeout time.Duration
 
+	// FloodAddrs are AttackConnFlood's source addresses (IPv4 loopback,
+	// outside the honest peers' 127.1.0.0/16 and 127.2.0.0/16). Default
+	// DefaultFloodAddrs. With AttackConnFlood, Requests bounds the
+	// connections opened in all and AttackerAddr is not used.
+	FloodAddrs []string
+	// ConnsPerAddr is how many connections AttackConnFlood tries to hold
+	// from each of FloodAddrs at once. Default DefaultFloodConnsPerAddr.
+	ConnsPerAddr int
+	// HonestNewConns makes every honest request use a new connection
+	// (closed after its reply), as peers arriving at the broker do: a
+	// flood of connections hurts those that need a new file descriptor,
+	// not the keep-alive connections peers already hold.
+	HonestNewConns bool
+	// MetricsURL, if set, is the broker's Prometheus URL (its operator
+	// listener's /prometheus): the growth of its refused connections and
+	// failed accepts over each phase is reported.
+	MetricsURL string
+
 	// Progress, if not nil, receives a progress line every
 	// ProgressInterval (default DefaultProgressInterval).
 	Progress         io.Writer
@@ -107,12 +130,18 @@ type BrokerAttackResult struct {
 	Clients              int     `json:"clients"`
 	ClientRate           float64 `json:"client_rate_per_sec"`
 	PhaseSeconds         float64 `json:"phase_seconds"`
+	// HonestNewConns: every honest request came on a new connection.
+	HonestNewConns bool `json:"honest_new_conns,omitempty"`
 
 	Baseline HonestPhase `json:"baseline"`
 	Flood    HonestPhase `json:"flood"`
 	// MatchRateRatio is Flood.MatchRate / Baseline.MatchRate: the share
 	// of their usual success honest clients kept during the attack.
 	MatchRateRatio float64 `json:"match_rate_ratio"`
+	// MatchesPerSecRatio is Flood.MatchesPerSec / Baseline.MatchesPerSec:
+	// the share of their matches per second honest clients kept (offers
+	// an attack delays are not made, which MatchRateRatio does not see).
+	MatchesPerSecRatio float64 `json:"matches_per_sec_ratio"`
 
 	Attacker AttackerCounts `json:"attacker"`
 	// UnanswerableOffers counts the offers honest proxies received that
@@ -134,6 +163,8 @@ type HonestPhase struct {
 	Missed        int64   `json:"missed"` // offers due while every client was busy
 	MatchRate     float64 `json:"match_rate"`
 	MatchesPerSec float64 `json:"matches_per_sec"`
+	// Broker is what the broker counted over the phase (with MetricsURL).
+	Broker *BrokerConnCounts `json:"broker,omitempty"`
 }
 
 // AttackerCounts is what the attacker's requests got.
@@ -144,6 +175,10 @@ type AttackerCounts struct {
 	Refused     int64   `json:"refused"`      // 200 with an error reply, or another 4xx
 	Matched     int64   `json:"matched"`      // got a proxy's answer
 	Errors      int64   `json:"errors"`       // transport errors, 5xx
+
+	// AttackConnFlood only (Sent counts connection attempts, Refused the
+	// connections closed by the broker at once, Errors failed dials).
+	Flood *ConnFloodCounts `json:"conn_flood,omitempty"`
 }
 
 func (cfg BrokerAttackConfig) withDefaults() (BrokerAttackConfig, netip.Addr, error) {
@@ -151,6 +186,9 @@ func (cfg BrokerAttackConfig) withDefaults() (BrokerAttackConfig, netip.Addr, er
 		if *v == 0 {
 			*v = d
 		}
+	}
+	if cfg.Attack == AttackConnFlood {
+		def(&cfg.Requests, DefaultFloodRequests)
 	}
 	def(&cfg.Requests, DefaultAttackRequests)
 	def(&cfg.Concurrency, DefaultAttackConcurrency)
@@ -182,10 +220,10 @@ func (cfg BrokerAttackConfig) withDefaults() (BrokerAttackConfig, netip.Addr, er
 	}
 	attacker, err := netip.ParseAddr(cfg.AttackerAddr)
 	switch {
-	case err != nil || !attacker.Is4() || !attacker.IsLoopback() || attacker.As4()[1] == 1 || attacker.As4()[1] == 2:
+	case err != nil || !attackerAddrOK(attacker):
 		return cfg, attacker, fmt.Errorf("%w: attacker address %q: want an IPv4 loopback address outside 127.1.0.0/16 and 127.2.0.0/16 (the honest peers')", ErrInvalidConfig, cfg.AttackerAddr)
-	case cfg.Attack != AttackJunkOffers && cfg.Attack != AttackAMPFlood:
-		return cfg, attacker, fmt.Errorf("%w: attack %q (want %s or %s)", ErrInvalidConfig, cfg.Attack, AttackJunkOffers, AttackAMPFlood)
+	case cfg.Attack != AttackJunkOffers && cfg.Attack != AttackAMPFlood && cfg.Attack != AttackConnFlood:
+		return cfg, attacker, fmt.Errorf("%w: attack %q (want %s, %s or %s)", ErrInvalidConfig, cfg.Attack, AttackJunkOffers, AttackAMPFlood, AttackConnFlood)
 	case cfg.Requests < 0 || cfg.Requests > maxAttackRequests:
 		return cfg, attacker, fmt.Errorf("%w: requests %d out of range 0..%d", ErrInvalidConfig, cfg.Requests, maxAttackRequests)
 	case cfg.Concurrency < 1 || cfg.Concurrency > maxAttackConns:
@@ -198,7 +236,23 @@ func (cfg BrokerAttackConfig) withDefaults() (BrokerAttackConfig, netip.Addr, er
 	if _, err := (messages.ClientPollRequest{Offer: fixedOffer, Fingerprint: cfg.Fingerprint}).Encode(); err != nil {
 		return cfg, attacker, fmt.Errorf("%w: fingerprint %q: %w", ErrInvalidConfig, cfg.Fingerprint, err)
 	}
+	if cfg.Attack == AttackConnFlood {
+		if err := cfg.floodDefaults(); err != nil {
+			return cfg, attacker, err
+		}
+	}
+	if cfg.MetricsURL != "" {
+		if _, err := parseURL(cfg.MetricsURL, false, "http"); err != nil {
+			return cfg, attacker, err
+		}
+	}
 	return cfg, attacker, nil
+}
+
+// attackerAddrOK reports whether a is an IPv4 loopback address outside the
+// honest peers' 127.1.0.0/16 and 127.2.0.0/16.
+func attackerAddrOK(a netip.Addr) bool {
+	return a.Is4() && a.IsLoopback() && a.As4()[1] != 1 && a.As4()[1] != 2
 }
 
 // peerAddr is the source address of honest peer i of a kind (1: proxies,
@@ -227,7 +281,7 @@ func RunBrokerAttack(ctx context.Context, cfg BrokerAttackConfig) (BrokerAttackR
 	if err != nil {
 		return BrokerAttackResult{}, err
 	}
-	if _, err := raiseFileLimit(uint64(cfg.Proxies+cfg.Clients+cfg.Concurrency) + 256); err != nil {
+	if _, err := raiseFileLimit(uint64(cfg.Proxies+cfg.Clients+cfg.Concurrency+len(cfg.FloodAddrs)*cfg.ConnsPerAddr) + 256); err != nil {
 		return BrokerAttackResult{}, err
 	}
 	u, err := url.Parse(cfg.URL)
@@ -238,8 +292,12 @@ func RunBrokerAttack(ctx context.Context, cfg BrokerAttackConfig) (BrokerAttackR
 	if r.offer, err = (messages.ClientPollRequest{Offer: fixedOffer, NAT: messages.NATUnknown, Fingerprint: cfg.Fingerprint}).Encode(); err != nil {
 		return BrokerAttackResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	attackerName := attacker.String()
+	if cfg.Attack == AttackConnFlood {
+		attackerName = strings.Join(cfg.FloodAddrs, ",")
+	}
 	res := BrokerAttackResult{
-		URL: cfg.URL, Attack: cfg.Attack, AttackerAddr: attacker.String(), Proxies: cfg.Proxies, ProxyIntervalSeconds: seconds(cfg.ProxyInterval),
+		URL: cfg.URL, Attack: cfg.Attack, AttackerAddr: attackerName, HonestNewConns: cfg.HonestNewConns, Proxies: cfg.Proxies, ProxyIntervalSeconds: seconds(cfg.ProxyInterval),
 		Clients: cfg.Clients, ClientRate: cfg.ClientRate, PhaseSeconds: seconds(cfg.Duration),
 	}
 
@@ -251,7 +309,11 @@ func RunBrokerAttack(ctx context.Context, cfg BrokerAttackConfig) (BrokerAttackR
 	say(cfg.Progress, "attack: baseline: %d honest proxies, %d honest clients at %.0f offers/s, %v", cfg.Proxies, cfg.Clients, cfg.ClientRate, cfg.Duration)
 	res.Baseline = r.honestPhase(ctx, nil)
 	if ctx.Err() == nil {
-		say(cfg.Progress, "attack: %s from %v (%d requests at most, %d connections) during the same honest load", cfg.Attack, attacker, cfg.Requests, cfg.Concurrency)
+		if cfg.Attack == AttackConnFlood {
+			say(cfg.Progress, "attack: %s from %s (%d connections held per address, %d opened at most) during the same honest load", cfg.Attack, attackerName, cfg.ConnsPerAddr, cfg.Requests)
+		} else {
+			say(cfg.Progress, "attack: %s from %v (%d requests at most, %d connections) during the same honest load", cfg.Attack, attacker, cfg.Requests, cfg.Concurrency)
+		}
 		res.Flood = r.honestPhase(ctx, &res.Attacker)
 	}
 	stopProxies()
@@ -259,6 +321,9 @@ func RunBrokerAttack(ctx context.Context, cfg BrokerAttackConfig) (BrokerAttackR
 
 	if res.Baseline.MatchRate > 0 {
 		res.MatchRateRatio = res.Flood.MatchRate / res.Baseline.MatchRate
+	}
+	if res.Baseline.MatchesPerSec > 0 {
+		res.MatchesPerSecRatio = res.Flood.MatchesPerSec / res.Baseline.MatchesPerSec
 	}
 	res.UnanswerableOffers = r.unanswerable.Load()
 	res.ProxyMatches = r.proxyMatches.Load()
@@ -279,6 +344,7 @@ func (r *attackRun) honestPhase(ctx context.Context, attack *AttackerCounts) Hon
 	phaseCtx, cancel := context.WithTimeout(ctx, r.cfg.Duration)
 	defer cancel()
 	var c stepCounters
+	before := r.brokerConnCounts(ctx)
 	start := time.Now()
 	tokens := make(chan struct{}, r.cfg.Clients)
 	var wg sync.WaitGroup
@@ -286,7 +352,9 @@ func (r *attackRun) honestPhase(ctx context.Context, attack *AttackerCounts) Hon
 	for i := range r.cfg.Clients {
 		wg.Go(func() { r.clientLoop(ctx, phaseCtx, i, tokens, &c) })
 	}
-	if attack != nil {
+	if attack != nil && r.cfg.Attack == AttackConnFlood {
+		wg.Go(func() { r.runConnFlood(phaseCtx, attack) })
+	} else if attack != nil {
 		wg.Go(func() { r.runAttack(phaseCtx, attack) })
 	}
 	prog := startProgress(r.cfg.Progress, r.cfg.ProgressInterval, func() string {
@@ -303,6 +371,14 @@ func (r *attackRun) honestPhase(ctx context.Context, attack *AttackerCounts) Hon
 	if p.Offers > 0 {
 		p.MatchRate = float64(p.Matches) / float64(p.Offers)
 	}
+	if after := r.brokerConnCounts(ctx); before != nil && after != nil {
+		p.Broker = &BrokerConnCounts{
+			Refused:         after.Refused - before.Refused,
+			AcceptNoFiles:   after.AcceptNoFiles - before.AcceptNoFiles,
+			AcceptOther:     after.AcceptOther - before.AcceptOther,
+			GoroutinesAfter: after.GoroutinesAfter,
+		}
+	}
 	return p
 }
 
@@ -317,6 +393,9 @@ func (r *attackRun) clientLoop(ctx, phaseCtx context.Context, i int, tokens <-ch
 		case <-tokens:
 		}
 		status, resp, err := hc.post("/client", r.offer, messages.MaxBodySize, nil)
+		if r.cfg.HonestNewConns {
+			hc.close()
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -368,6 +447,9 @@ func (r *attackRun) proxyLoop(ctx context.Context, i int) {
 			sleepCtx(ctx, r.cfg.ProxyInterval)
 		}
 		fillSid(&sid)
+		if r.cfg.HonestNewConns {
+			hc.close()
+		}
 		status, resp, err := hc.post("/proxy", pollT.with(&sid), messages.MaxBodySize, nil)
 		if ctx.Err() != nil {
 			return
@@ -533,18 +615,27 @@ func writeBrokerAttack(w io.Writer, a *BrokerAttackResult) {
 	fmt.Fprintf(w, "\nbroker %s: attack %s from %s; %d honest proxies (%gs between polls), %d honest clients at %.0f offers/s, %.0fs phases\n",
 		a.URL, a.Attack, a.AttackerAddr, a.Proxies, a.ProxyIntervalSeconds, a.Clients, a.ClientRate, a.PhaseSeconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\thonest offers\tmatched\tmatch rate\tmatches/s\tdenials\ttimeouts\terrors\t")
+	fmt.Fprintln(tw, "phase\thonest offers\tmatched\tmatch rate\tmatches/s\tdenials\ttimeouts\terrors\tbroker: refused conns\taccept EMFILE\t")
 	for _, p := range []struct {
 		name string
 		h    HonestPhase
 	}{{"baseline", a.Baseline}, {"attack", a.Flood}} {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%.1f\t%d\t%d\t%d\t\n", p.name, p.h.Offers, p.h.Matches, 100*p.h.MatchRate, p.h.MatchesPerSec, p.h.Denials, p.h.Timeouts, p.h.Errors)
+		refused, noFiles := "-", "-"
+		if b := p.h.Broker; b != nil {
+			refused, noFiles = fmt.Sprint(b.Refused), fmt.Sprint(b.AcceptNoFiles)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%.1f\t%d\t%d\t%d\t%s\t%s\t\n", p.name, p.h.Offers, p.h.Matches, 100*p.h.MatchRate, p.h.MatchesPerSec, p.h.Denials, p.h.Timeouts, p.h.Errors, refused, noFiles)
 	}
 	tw.Flush()
 	at := a.Attacker
-	fmt.Fprintf(w, "honest match rate during the attack: %.1f%% of the baseline\n", 100*a.MatchRateRatio)
-	fmt.Fprintf(w, "attacker: %d requests in %.1fs: %d rate-limited (429), %d refused, %d matched with a proxy, %d errors\n",
-		at.Sent, at.Seconds, at.RateLimited, at.Refused, at.Matched, at.Errors)
+	fmt.Fprintf(w, "honest match rate during the attack: %.1f%% of the baseline; honest matches per second: %.1f%% of the baseline\n", 100*a.MatchRateRatio, 100*a.MatchesPerSecRatio)
+	if f := at.Flood; f != nil {
+		fmt.Fprintf(w, "attacker: %d connection attempts in %.1fs from %d addresses (%d workers each): %d opened, %d closed at once (refused), %d closed later, %d failed dials; held at most %d, %.0f on average\n",
+			at.Sent, at.Seconds, len(f.Addrs), f.ConnsPerAddr, f.Opened, f.ClosedAtOnce, f.ClosedLater, f.DialErrors, f.PeakHeld, f.MeanHeld)
+	} else {
+		fmt.Fprintf(w, "attacker: %d requests in %.1fs: %d rate-limited (429), %d refused, %d matched with a proxy, %d errors\n",
+			at.Sent, at.Seconds, at.RateLimited, at.Refused, at.Matched, at.Errors)
+	}
 	fmt.Fprintf(w, "honest proxies: %d matches, %d offers they could not answer (a strike each), %d answers too late (client gone)\n",
 		a.ProxyMatches, a.UnanswerableOffers, a.ProxyAnswersGone)
 	writeErrors(w, a.ErrorSamples)

@@ -26,6 +26,7 @@ type Result struct {
 	BrokerAttack    *BrokerAttackResult  `json:"broker_attack,omitempty"`
 	Attack          *AttackResult        `json:"attack,omitempty"`
 	SideBySide      *SideBySideResult    `json:"side_by_side,omitempty"`
+	Soak            *SoakResult          `json:"soak,omitempty"`
 	Error           string               `json:"error,omitempty"`
 }
 
@@ -170,6 +171,10 @@ func (r Result) WriteTable(w io.Writer) error {
 	if a := r.BrokerAttack; a != nil {
 		tw.Flush()
 		writeBrokerAttack(w, a)
+	}
+	if s := r.Soak; s != nil {
+		tw.Flush()
+		WriteSoakTable(w, s)
 	}
 	if a := r.Attack; a != nil {
 		tw.Flush()

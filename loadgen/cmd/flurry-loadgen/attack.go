@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flurrypt/flurry/internal/commalist"
 	"github.com/flurrypt/flurry/loadgen"
 )
 
@@ -24,6 +25,8 @@ var attackModes = []struct {
 		func(fs *flag.FlagSet, c *common) runFunc { return brokerAttackFlags(fs, c, loadgen.AttackJunkOffers) }},
 	{loadgen.AttackAMPFlood, "GET /amp/client/ with valid offers from one address (pool draining), beside honest clients and proxies",
 		func(fs *flag.FlagSet, c *common) runFunc { return brokerAttackFlags(fs, c, loadgen.AttackAMPFlood) }},
+	{loadgen.AttackConnFlood, "connections held open from a few addresses (the broker's file descriptors), beside honest clients and proxies",
+		connFloodFlags},
 	{"relay-sessions", "one-packet WebSocket connections (token, random ClientID, one KCP packet, close) against a relay", relaySessionsFlags},
 	{"carrier-hold", "many carriers from one address held open against a relay", carrierHoldFlags},
 	{"slowloris", "connections that send an HTTP request one byte at a time, against any server URL", slowlorisFlags},
@@ -58,17 +61,42 @@ func attackFlags(fs *flag.FlagSet, c *common, args []string, stderr io.Writer) (
 
 func brokerAttackFlags(fs *flag.FlagSet, _ *common, attack string) runFunc {
 	cfg := loadgen.BrokerAttackConfig{Attack: attack}
-	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "broker base URL (an IPv4 loopback address)")
+	brokerAttackCommonFlags(fs, &cfg)
 	fs.IntVar(&cfg.Requests, "requests", loadgen.DefaultAttackRequests, "attack requests at most (the attack also ends with its phase)")
 	fs.Float64Var(&cfg.AttackRate, "attack-rate", 0, "attack requests per second in all (0: back to back)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", loadgen.DefaultAttackConcurrency, "attacker connections, each sending back to back")
 	fs.StringVar(&cfg.AttackerAddr, "attacker-addr", loadgen.DefaultAttackerAddr, "the attacker's source address (IPv4 loopback; honest peers use 127.1.x.y and 127.2.x.y)")
+	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+		cfg.Progress = progress
+		r, err := loadgen.RunBrokerAttack(ctx, cfg)
+		res.BrokerAttack = &r
+		return err
+	}
+}
+
+// brokerAttackCommonFlags registers the flags of the honest load every
+// broker attack shares.
+func brokerAttackCommonFlags(fs *flag.FlagSet, cfg *loadgen.BrokerAttackConfig) {
+	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "broker base URL (an IPv4 loopback address)")
 	fs.IntVar(&cfg.Proxies, "proxies", loadgen.DefaultAttackProxies, "honest proxies, each from its own address")
 	fs.DurationVar(&cfg.ProxyInterval, "proxy-interval", 0, "an honest proxy's pause between polls (a real one waits NextPoll, 20s); 0: none")
 	fs.IntVar(&cfg.Clients, "clients", loadgen.DefaultAttackClients, "honest clients, each from its own address")
 	fs.Float64Var(&cfg.ClientRate, "rate", loadgen.DefaultAttackClientRate, "honest offers per second in all")
 	fs.DurationVar(&cfg.Duration, "duration", loadgen.DefaultAttackDuration, "length of each phase: without the attack, then with it")
 	fs.StringVar(&cfg.Fingerprint, "fingerprint", "", "bridge fingerprint the clients ask for (default Snowflake's)")
+	fs.StringVar(&cfg.MetricsURL, "metrics-url", "", "the broker's Prometheus URL (its -metrics-addr listener's /prometheus): report its refused connections and failed accepts per phase")
+}
+
+func connFloodFlags(fs *flag.FlagSet, _ *common) runFunc {
+	cfg := loadgen.BrokerAttackConfig{Attack: loadgen.AttackConnFlood}
+	brokerAttackCommonFlags(fs, &cfg)
+	fs.IntVar(&cfg.Requests, "conns", loadgen.DefaultFloodRequests, "connections the flood opens at most, in all (it also ends with its phase)")
+	fs.IntVar(&cfg.ConnsPerAddr, "conns-per-addr", loadgen.DefaultFloodConnsPerAddr, "connections the flood tries to hold at once from each address")
+	fs.Func("flood-addrs", "comma-separated source addresses of the flood (IPv4 loopback outside 127.1/16 and 127.2/16; default "+strings.Join(loadgen.DefaultFloodAddrs, ",")+")", func(s string) error {
+		cfg.FloodAddrs = commalist.Split(s)
+		return nil
+	})
+	fs.BoolVar(&cfg.HonestNewConns, "honest-new-conns", true, "every honest request on a new connection, as arriving peers (false: each honest peer keeps its keep-alive connection)")
 	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
 		cfg.Progress = progress
 		r, err := loadgen.RunBrokerAttack(ctx, cfg)

@@ -29,6 +29,8 @@ modes:
   chain    throughput and time to first byte through a SOCKS5 proxy (a running chain)
   target   a TCP echo, sink, source or random source on loopback, to be a relay's -forward target
   attack   an attack on a broker, relay or any server, beside honest load where it applies ("flurry-loadgen attack" lists them)
+  soak     a whole chain of real binaries for a long time with clients arriving and leaving, proxies
+           killed and the broker restarting: RSS and goroutines of every process, flagged if they grow
   sidebyside  starts the chains of several implementations (Flurry's, Snowflake's binaries) and
            downloads through them in turn: MB/s, CPU per MB per process, peak RSS, pauses, UDP drops
 
@@ -138,6 +140,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Init("flurry-loadgen "+mode, flag.ContinueOnError)
 	case "sidebyside":
 		runFn = sideBySideFlags(fs, &c)
+	case "soak":
+		runFn = soakFlags(fs, &c)
 	default:
 		fmt.Fprintf(stderr, "unknown mode %q\n\n%s", mode, usage)
 		return 2
@@ -163,7 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		res.Error = err.Error()
 	}
-	if res.Broker != nil || res.RelayIdle != nil || res.RelayThroughput != nil || res.Chain != nil || res.BrokerAttack != nil || res.Attack != nil {
+	if res.Broker != nil || res.RelayIdle != nil || res.RelayThroughput != nil || res.Chain != nil || res.BrokerAttack != nil || res.Attack != nil || res.Soak != nil {
 		if werr := res.WriteTable(stdout); werr != nil && err == nil {
 			err = werr
 		}
