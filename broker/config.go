@@ -145,6 +145,12 @@ type Config struct {
 	// (flurry_broker_connections_refused_total). Zero means
 	// DefaultMaxConnsPerAddr; negative means no limit. RateLimitExempt
 	// prefixes are exempt, and DisableRateLimits turns it off.
+	//
+	// When the listener's connections reach three quarters of the
+	// process's file limit, an address may take another only while it
+	// holds less than its fair share (that mark over the addresses holding
+	// any), so that a few addresses cannot hold the descriptors that new
+	// peers need.
 	MaxConnsPerAddr int
 	// ShutdownTimeout bounds the wait for the requests in flight when Run
 	// or Serve stops. Zero means ClientTimeout plus five seconds.

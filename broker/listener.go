@@ -73,7 +73,7 @@ func (b *Broker) newListener(ln net.Listener, tlsConfig *tls.Config, srv *http.S
 		admission: newAdmission(),
 	}
 	if max := b.cfg.MaxConnsPerAddr; max > 0 {
-		l.peers = peerlimit.New(max)
+		l.peers = peerlimit.NewShared(max, fileLimit()*3/4)
 	}
 	go l.acceptLoop()
 	if srv != nil && tlsConfig == nil {

@@ -24,28 +24,51 @@ func Key(addr netip.Addr) netip.Addr {
 // Counter counts what each key holds, up to a maximum. It is safe for
 // concurrent use; a key holding nothing takes no memory.
 type Counter struct {
-	max int // <= 0: no limit
+	max      int // per key; <= 0: no limit
+	pressure int // in all; <= 0: none (see NewShared)
 
-	mu   sync.Mutex
-	held map[netip.Addr]int32
+	mu    sync.Mutex
+	held  map[netip.Addr]int32
+	total int
 }
 
 // New returns a Counter allowing max at once per key; max <= 0 means no
 // limit (Acquire always succeeds, and counts).
 func New(max int) *Counter {
-	return &Counter{max: max, held: make(map[netip.Addr]int32)}
+	return NewShared(max, 0)
+}
+
+// NewShared is New with a second limit for when a resource shared by all
+// keys (a server's file descriptors) runs short: once pressure are held in
+// all, a key may take one more only while it holds less than its fair
+// share, pressure divided by the number of keys holding any (at least
+// one). A few addresses that hold many connections then cannot take the
+// last descriptors from peers that hold few. pressure <= 0 means no such
+// limit.
+func NewShared(max, pressure int) *Counter {
+	return &Counter{max: max, pressure: pressure, held: make(map[netip.Addr]int32)}
 }
 
 // Acquire counts one more for key, or reports false (counting nothing) if
-// key holds the maximum already.
+// key holds the maximum already, or its fair share under pressure.
 func (c *Counter) Acquire(key netip.Addr) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := c.held[key]
-	if c.max > 0 && int(n) >= c.max {
+	n := int(c.held[key])
+	if c.max > 0 && n >= c.max {
 		return false
 	}
-	c.held[key] = n + 1
+	if c.pressure > 0 && c.total >= c.pressure {
+		keys := len(c.held)
+		if n == 0 {
+			keys++
+		}
+		if n >= max(1, c.pressure/keys) {
+			return false
+		}
+	}
+	c.held[key] = int32(n + 1)
+	c.total++
 	return true
 }
 
@@ -53,7 +76,12 @@ func (c *Counter) Acquire(key netip.Addr) bool {
 func (c *Counter) Release(key netip.Addr) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n := c.held[key]; n > 1 {
+	n := c.held[key]
+	if n <= 0 {
+		return
+	}
+	c.total--
+	if n > 1 {
 		c.held[key] = n - 1
 	} else {
 		delete(c.held, key)
