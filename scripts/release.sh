@@ -16,8 +16,10 @@
 #       linux/amd64) in each, the second time with an empty build cache, so
 #       that nothing is reused; the binaries must be identical byte for byte.
 #
-# Besides the binaries, the client library is compiled for android/arm64 (a
-# check only: see docs/install.md for why no Android executable is built).
+# A full release (no TARGET) also compiles the client library for
+# android/arm64 (a check only: docs/install.md says why no Android executable
+# is built) and makes a Debian package per role from the Linux binaries
+# (packaging/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -117,6 +119,16 @@ release() {
 		# shellcheck disable=SC2046 # one package per word
 		env CGO_ENABLED=0 GOOS=android GOARCH=arm64 GOFLAGS=-mod=readonly "$GO" build -trimpath \
 			$("$GO" list ./client/... | grep -v /cmd/)
+	fi
+	if [ -n "${android:-}" ]; then
+		# Debian packages of the Linux binaries (packaging/, its own module:
+		# nfpm stays out of the product's go.mod). Their files carry the
+		# commit's time, so that they are reproducible too.
+		echo "  Debian packages" >&2
+		local epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
+		local abs
+		abs=$(cd "$out" && pwd)
+		(cd packaging && GOFLAGS=-mod=readonly "$GO" run . -version "$version" -dir "$abs" -mtime "$epoch")
 	fi
 	cp LICENSE "$out/"
 	(cd "$out" && sha256sum -- * >SHA256SUMS)
