@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,5 +131,50 @@ func TestPackages(t *testing.T) {
 			// score about 1.7; above 2.5 (25 in tenths) some hardening was lost.
 			runCmd(t, "/", analyze, "security", "--offline=true", "--threshold=25", unit)
 		})
+	}
+}
+
+// TestReproducible packages the same binaries twice, from two directories
+// whose files have different modification times, and requires identical
+// packages: only -mtime may set the time inside them.
+func TestReproducible(t *testing.T) {
+	const version = "0.0.0-repro"
+	sums := make([]map[string][]byte, 2)
+	for i := range sums {
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("tree-%d", i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range roles {
+			bin := filepath.Join(dir, "flurry-"+r.name+"-"+version+"-linux-arm64")
+			if err := os.WriteFile(bin, []byte("#!/bin/sh\necho "+r.name+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			when := time.Unix(1700000000+int64(i)*86400, 0)
+			if err := os.Chtimes(bin, when, when); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := run(version, dir, time.Unix(1764547200, 0)); err != nil {
+			t.Fatal(err)
+		}
+		debs, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
+		if len(debs) != len(roles) {
+			t.Fatalf("%d packages, want %d", len(debs), len(roles))
+		}
+		sums[i] = map[string][]byte{}
+		for _, d := range debs {
+			data, err := os.ReadFile(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(data)
+			sums[i][filepath.Base(d)] = sum[:]
+		}
+	}
+	for name, sum := range sums[0] {
+		if !bytes.Equal(sum, sums[1][name]) {
+			t.Errorf("%s differs between the two builds", name)
+		}
 	}
 }
