@@ -109,6 +109,18 @@ sidebyside: ## Broker and relay memory and matches/s of Flurry and Snowflake v2.
 	cd interop && $(GO) run ./cmd/snowflake-bins -o $(abspath out/snowflake-bin)
 	BIN=$(BIN) SF=out/snowflake-bin scripts/sidebyside.sh
 
+.PHONY: release release-check deb-check
+release: ## Static release binaries (every role for Linux amd64, arm64, armv7; client and proxy for Windows and macOS) into out/release/VERSION with SHA256SUMS: make release VERSION=0.1.0 (docs/install.md)
+	@test -n "$(VERSION)" || { echo 'usage: make release VERSION=0.1.0'; exit 2; }
+	GO=$(GO) scripts/release.sh $(VERSION)
+
+deb-check: ## Debian packages of this machine's architecture: built, checked with lintian and systemd-analyze, installed with dpkg and run (root; packaging/)
+	cd packaging && $(GO) mod tidy -diff && $(GO) vet ./... && \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && $(GO) test -count=1 -timeout 20m ./...
+
+release-check: ## Reproducibility: one release binary built in two copies of the tree, the second with an empty build cache, must be identical
+	GO=$(GO) scripts/release.sh -check
+
 clean: ## Remove build output and test caches
 	rm -rf $(BIN) out
 	$(GO) clean -testcache

@@ -314,8 +314,8 @@ func at[T bytestring](s T, i int) byte {
 
 // Bit sets of the bytes a token can start with: hex digits, ':', '%' and '['.
 const (
-	startLow  = 1<<'%' | 0x3ff<<'0' | 1<<':'                  // bytes 0-63
-	startHigh = 0x3f<<('A'-64) | 1<<('['-64) | 0x3f<<('a'-64) // bytes 64-127
+	startLow  uint64 = 1<<'%' | 0x3ff<<'0' | 1<<':'                  // bytes 0-63
+	startHigh uint64 = 0x3f<<('A'-64) | 1<<('['-64) | 0x3f<<('a'-64) // bytes 64-127
 )
 
 // maybeStart reports whether a token can start with c.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/clientaddr"
 	"github.com/flurrypt/flurry/internal/commalist"
 	"github.com/flurrypt/flurry/internal/idlemem"
@@ -31,6 +32,7 @@ type options struct {
 	geoip         [2]string // IPv4, IPv6 file
 	sqs           broker.SQSConfig
 	sqsProfiles   string
+	showVersion   bool
 }
 
 // quietInterval is how long the broker must go without a garbage
@@ -51,6 +53,10 @@ func main() {
 	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "flurry-broker:", err)
 		os.Exit(2)
+	}
+	if o.showVersion {
+		fmt.Println(version.Line("flurry-broker"))
+		return
 	}
 	if err := run(cfg, &o); err != nil {
 		fmt.Fprintln(os.Stderr, "flurry-broker:", err)
@@ -79,6 +85,7 @@ func parseFlags(fs *flag.FlagSet, args []string, o *options) (broker.Config, err
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", broker.DefaultMetricsAddr, "operator listener (plain HTTP, not rate limited): GET /prometheus, /debug, /metrics, /status, /healthz; keep it on loopback or firewalled. Empty: none")
 	fs.BoolVar(&c.PublicPrometheus, "public-prometheus", false, "also serve GET /prometheus on the public listener (-addr), limited per address as -page-rate (off: only on -metrics-addr, where nobody else can crowd out the operator's scrapes)")
 	fs.BoolVar(&o.unsafeLogging, "unsafe-logging", false, "do not scrub IP addresses from logs")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.DurationVar(&c.ProxyHold, "proxy-hold", broker.DefaultProxyHold, "how long a proxy's poll is held waiting for a client")
 	fs.DurationVar(&c.ClientTimeout, "client-timeout", broker.DefaultClientTimeout, "budget of a whole client request, including waiting for the proxy's answer")
@@ -124,6 +131,9 @@ func parseFlags(fs *flag.FlagSet, args []string, o *options) (broker.Config, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if o.showVersion {
+		return c, nil // main prints it; nothing else needs to be valid
 	}
 	c.UnansweredPenalty = penalty
 	if penalty <= 0 {

@@ -175,7 +175,7 @@ func run(args []string) int {
 		return 2
 	}
 	if f.showVersion {
-		fmt.Fprintf(os.Stderr, "flurry-client %s\n", version.String())
+		fmt.Println(version.Line("flurry-client"))
 		return 0
 	}
 	managed := f.socks == ""

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/loadgen"
 )
@@ -45,6 +46,7 @@ func run() int {
 		keep      = fs.Bool("keep", false, "keep the work directory with the logs after the demo")
 		verbose   = fs.Bool("v", false, "print every orchestration step")
 		brokers   = fs.Int("brokers", 0, "run this many brokers as one cluster: a nats-server, the brokers joined through it (-nats) and HAProxy in front\n(round robin, health checks on /healthz); needs Debian's nats-server and haproxy. 0: one broker alone")
+		showVer   = fs.Bool("version", false, "print the version and exit")
 		hold      = fs.Bool("hold", false, "after the download (with -size 0: instead of it) keep the chain running, print the SOCKS address, the target URL and a\nflurry-loadgen chain command to measure it, until Ctrl-C or SIGTERM; then stop everything")
 	)
 	fs.Usage = func() {
@@ -56,6 +58,10 @@ func run() int {
 			return 0
 		}
 		return 2
+	}
+	if *showVer {
+		fmt.Println(version.Line("flurry-demo"))
+		return 0
 	}
 	if *brokers < 0 || *brokers > 16 {
 		fmt.Fprintln(os.Stderr, "flurry-demo: -brokers must be between 0 and 16")

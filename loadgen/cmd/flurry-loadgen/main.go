@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/commalist"
 	"github.com/flurrypt/flurry/loadgen"
 )
@@ -36,7 +37,7 @@ modes:
 
 Every target must be a loopback address unless -allow-non-loopback is given.
 Every run stops by itself (durations and counts; -max-time bounds the whole run).
-Run "flurry-loadgen <mode> -h" for the flags of a mode.
+Run "flurry-loadgen <mode> -h" for the flags of a mode, "flurry-loadgen -version" for the version.
 `
 
 func main() {
@@ -109,6 +110,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	if args[0] == "-version" || args[0] == "--version" {
+		fmt.Fprintln(stdout, version.Line("flurry-loadgen"))
 		return 0
 	}
 	mode, args := args[0], args[1:]

@@ -48,7 +48,7 @@ func run() int {
 		return 2
 	}
 	if *showVersion {
-		fmt.Fprintln(os.Stderr, "flurry-natprobe", version.String())
+		fmt.Println(version.Line("flurry-natprobe"))
 		return 0
 	}
 	if err := tf.Check(); err != nil {

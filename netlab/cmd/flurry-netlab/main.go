@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/netlab"
 	"github.com/flurrypt/flurry/netlab/censor"
 )
@@ -33,6 +34,8 @@ const usage = `usage:
       Build the lab and download -size bytes over plain TCP from a server
       on the outside (203.0.113.1) to a client on the client side; print
       MB/s, time to first byte and the box's drops.
+  flurry-netlab -version
+      Print the version and exit.
 
 The client side is 198.51.100.2/24 with a default route through the box;
 the outside has 203.0.113.1/24 and 203.0.113.2 to .9.
@@ -87,6 +90,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	if args[0] == "-version" || args[0] == "--version" {
+		fmt.Fprintln(stdout, version.Line("flurry-netlab"))
 		return 0
 	}
 	mode := args[0]

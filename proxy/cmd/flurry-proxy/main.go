@@ -89,7 +89,7 @@ func run() int {
 		return 2
 	}
 	if *showVersion {
-		fmt.Fprintln(os.Stderr, "flurry-proxy", version.String())
+		fmt.Println(version.Line("flurry-proxy"))
 		return 0
 	}
 	if *broker == "" || (*relay == "" && *pattern == "") {

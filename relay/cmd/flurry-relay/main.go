@@ -119,7 +119,7 @@ func main() {
 	idlemem.Start(quietInterval)
 	f := parseFlags()
 	if f.showVersion {
-		fmt.Fprintf(os.Stderr, "flurry-relay %s\n", version.String())
+		fmt.Println(version.Line("flurry-relay"))
 		return
 	}
 	if flag.NArg() > 0 {
