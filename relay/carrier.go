@@ -25,6 +25,11 @@ const (
 	// maxMessageSize bounds a WebSocket message built from a batch of
 	// outgoing packets: one that goes out in a single write.
 	maxMessageSize = wsserver.MaxSingleWrite
+	// carrierUnsentLimit bounds the bytes a carrier's socket holds not yet
+	// sent, where the kernel allows it (limitUnsent): a few dozen
+	// messages, enough to keep a fast link busy between two wakeups of the
+	// writer.
+	carrierUnsentLimit = 32 << 10
 	// carrierWriteTimeout closes a carrier whose peer does not take a
 	// message for this long.
 	carrierWriteTimeout = 30 * time.Second

@@ -150,6 +150,7 @@ func (s *upgradeServer) drain(timeout time.Duration) {
 // counted is the key countAtAccept counted c under, if it did.
 func (s *upgradeServer) serveConn(c net.Conn, counted netip.Addr) {
 	if carrier := s.readRequest(c, counted); carrier != nil {
+		limitUnsent(c)
 		carrier.serve()
 	}
 }
