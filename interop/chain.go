@@ -328,25 +328,27 @@ func (c *Chain) start(ctx context.Context) error {
 	if err := os.MkdirAll(clientState, 0o700); err != nil {
 		return err
 	}
-	args := []string{"-url", c.BrokerURL, "-max", "1", "-keep-local-addresses", "-unsafe-logging",
-		"-log", c.logPath("client-pt")}
-	if c.cfg.Front != "" {
-		args[1] = "http://" + FrontedBrokerHost + "/"
-		args = append(args, "-fronts", c.cfg.Front)
-	}
-	if c.cfg.AMPCache != "" {
-		args = append(args, "-ampcache", c.cfg.AMPCache)
-	}
 	clientEnv := []string{
 		"TOR_PT_MANAGED_TRANSPORT_VER=1",
 		"TOR_PT_CLIENT_TRANSPORTS=snowflake",
 		"TOR_PT_STATE_LOCATION=" + clientState,
 	}
-	if q := c.cfg.SQS; q != nil {
-		// -url with -sqsqueue is refused: two rendezvous methods.
-		args = append(args[2:], "-sqsqueue", q.QueueURL, "-sqscreds", q.Creds)
+	// The rendezvous: SQS (which refuses -url beside it), or the broker's
+	// URL, named by its fronted host when a front carries it.
+	var args []string
+	switch q := c.cfg.SQS; {
+	case q != nil:
+		args = []string{"-sqsqueue", q.QueueURL, "-sqscreds", q.Creds}
 		clientEnv = append(clientEnv, q.env()...)
+	case c.cfg.Front != "":
+		args = []string{"-url", "http://" + FrontedBrokerHost + "/", "-fronts", c.cfg.Front}
+	default:
+		args = []string{"-url", c.BrokerURL}
 	}
+	if c.cfg.AMPCache != "" {
+		args = append(args, "-ampcache", c.cfg.AMPCache)
+	}
+	args = append(args, "-max", "1", "-keep-local-addresses", "-unsafe-logging", "-log", c.logPath("client-pt"))
 	switch {
 	case c.cfg.ClientICE != "":
 		args = append(args, "-ice", c.cfg.ClientICE)
