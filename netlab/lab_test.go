@@ -207,7 +207,12 @@ func TestLabUDPBothWays(t *testing.T) {
 			t.Fatalf("client got %d bytes from %s, want %d from %s", n, from, len(reply), srvAddr)
 		}
 	}
+	// The box counts a datagram once its write returns, which may be just
+	// after the peer has read it: wait for the last count to land.
 	st := lab.Stats()
+	for end := time.Now().Add(5 * time.Second); (st.Up.Delivered < 50 || st.Down.Delivered < 50) && time.Now().Before(end); st = lab.Stats() {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if st.Up.Delivered < 50 || st.Down.Delivered < 50 {
 		t.Errorf("stats do not count 50 datagrams each way: %s", st)
 	}

@@ -103,6 +103,11 @@ func TestHooksAgainstPion(t *testing.T) {
 					t.Fatal(err)
 				}
 				srvErr := make(chan error, 1)
+				// The server holds its end open until the client is done:
+				// a close_notify sent while the client still waits for the
+				// server's last flight (or its ACK) fails the client's
+				// handshake, as it should.
+				clientDone := make(chan struct{})
 				var srvVersion protocol.Version
 				go func() {
 					s, err := dtls.Server(b, a.LocalAddr(), dtls.WithCertificates(cert),
@@ -116,7 +121,7 @@ func TestHooksAgainstPion(t *testing.T) {
 						if st, ok := s.ConnectionState(); ok {
 							srvVersion = st.NegotiatedVersion()
 						}
-						defer func() { _ = s.Close() }()
+						defer func() { <-clientDone; _ = s.Close() }()
 					}
 					srvErr <- err
 				}()
@@ -129,6 +134,7 @@ func TestHooksAgainstPion(t *testing.T) {
 				cancel()
 				st, _ := cl.ConnectionState()
 				err2 := <-srvErr
+				close(clientDone)
 				_ = cl.Close()
 				if err != nil || err2 != nil {
 					t.Fatalf("client: %v; server: %v", err, err2)
@@ -159,6 +165,7 @@ func TestHooksAgainstDTLS12(t *testing.T) {
 					t.Fatal(err)
 				}
 				srvErr := make(chan error, 1)
+				clientDone := make(chan struct{}) // as in TestHooksAgainstPion
 				go func() {
 					s, err := dtls3.ServerWithOptions(b, a.LocalAddr(),
 						dtls3.WithCertificates(cert), dtls3.WithInsecureSkipVerify(true),
@@ -169,7 +176,7 @@ func TestHooksAgainstDTLS12(t *testing.T) {
 						ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 						err = s.HandshakeContext(ctx)
 						cancel()
-						defer func() { _ = s.Close() }()
+						defer func() { <-clientDone; _ = s.Close() }()
 					}
 					srvErr <- err
 				}()
@@ -182,6 +189,7 @@ func TestHooksAgainstDTLS12(t *testing.T) {
 				cancel()
 				st, _ := cl.ConnectionState()
 				err2 := <-srvErr // before the client's close_notify can overtake its Finished
+				close(clientDone)
 				_ = cl.Close()
 				if err != nil || err2 != nil {
 					t.Fatalf("client: %v; server: %v", err, err2)
