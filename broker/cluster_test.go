@@ -12,7 +12,7 @@ import (
 
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/demo"
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 	"github.com/flurrypt/flurry/messages"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/flurrypt/flurry/broker/internal/stats"
 	"github.com/flurrypt/flurry/common/geoip"
-	"github.com/flurrypt/flurry/internal/httplog"
-	"github.com/flurrypt/flurry/internal/httpserve"
+	"github.com/flurrypt/flurry/internal/httperrlog"
+	"github.com/flurrypt/flurry/internal/httprun"
 )
 
 // Server limits beyond Config's: a request header's size, and the slack
@@ -85,7 +85,7 @@ func (b *Broker) serve(ctx context.Context, ln, mln net.Listener) error {
 	defer stopServers()
 	for i, srv := range servers {
 		wg.Go(func() {
-			if err := httpserve.Serve(serversCtx, srv, listeners[i], b.cfg.ShutdownTimeout); err != nil {
+			if err := httprun.Serve(serversCtx, srv, listeners[i], b.cfg.ShutdownTimeout); err != nil {
 				fail(err)
 			}
 		})
@@ -121,7 +121,7 @@ func (b *Broker) newServer(h http.Handler, timeout time.Duration) *http.Server {
 		WriteTimeout:      timeout,
 		IdleTimeout:       b.cfg.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          httplog.ErrorLog(b.cfg.Logger.Handler(), slog.LevelWarn),
+		ErrorLog:          httperrlog.ErrorLog(b.cfg.Logger.Handler(), slog.LevelWarn),
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/flurrypt/flurry/broker"
-	"github.com/flurrypt/flurry/internal/browsertest"
+	"github.com/flurrypt/flurry/internal/testkit/browsertest"
 	"github.com/flurrypt/flurry/messages"
 )
 

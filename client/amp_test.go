@@ -13,7 +13,7 @@ import (
 
 	"github.com/flurrypt/flurry/client"
 	"github.com/flurrypt/flurry/common/amp"
-	"github.com/flurrypt/flurry/internal/chaintest"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest"
 )
 
 // testAMPCache stands for an AMP cache in front of the test broker (which

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/client"
-	"github.com/flurrypt/flurry/internal/chaintest"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest"
 )
 
 // hangGuard bounds how long a chain test may block; nothing is

@@ -18,8 +18,8 @@ import (
 
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/client"
-	"github.com/flurrypt/flurry/internal/chaintest"
-	"github.com/flurrypt/flurry/internal/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
 	"github.com/flurrypt/flurry/relay"
 )
 

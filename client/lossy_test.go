@@ -1,7 +1,7 @@
 package client_test
 
 // Downloads through the real chain with the proxy's WebRTC socket behind a
-// modelled path (internal/chaintest/lossyudp): delay, random loss, a
+// modelled path (internal/testkit/chaintest/lossyudp): delay, random loss, a
 // rate-limited bottleneck. The test checks that a download over a lossy
 // path arrives intact; the benchmark measures what each path carries
 // (docs/performance.md, "Long and lossy paths").
@@ -19,9 +19,9 @@ import (
 	"github.com/xtaci/kcp-go/v5"
 
 	"github.com/flurrypt/flurry/broker"
-	"github.com/flurrypt/flurry/internal/chaintest"
-	"github.com/flurrypt/flurry/internal/chaintest/loopback"
-	"github.com/flurrypt/flurry/internal/chaintest/lossyudp"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/lossyudp"
 	"github.com/flurrypt/flurry/relay"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/client"
 	"github.com/flurrypt/flurry/common/tunnelseal"
-	"github.com/flurrypt/flurry/internal/chaintest"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest"
 	"github.com/flurrypt/flurry/relay"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/client"
-	"github.com/flurrypt/flurry/internal/chaintest"
-	"github.com/flurrypt/flurry/internal/socks5test"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest"
+	"github.com/flurrypt/flurry/internal/testkit/socks5test"
 	"github.com/flurrypt/flurry/messages"
 )
 

@@ -29,8 +29,8 @@ import (
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/webrtcnet"
-	"github.com/flurrypt/flurry/internal/chaintest"
-	"github.com/flurrypt/flurry/internal/chaintest/leak"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/leak"
 	"github.com/flurrypt/flurry/messages"
 )
 

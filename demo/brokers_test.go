@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 	"github.com/flurrypt/flurry/loadgen"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 
 	"github.com/flurrypt/flurry/demo"
-	"github.com/flurrypt/flurry/internal/turntest"
+	"github.com/flurrypt/flurry/internal/testkit/turntest"
 )
 
 // TestChainCovertDTLS downloads through the chain with the same covert
@@ -55,7 +55,7 @@ func TestChainCovertDTLS(t *testing.T) {
 
 // TestChainThroughTURN runs the client in a network namespace whose UDP
 // is dropped (nftables): its only way to a proxy is a TURN server over TCP
-// (internal/turntest, pion/turn) on the namespace's peer address. A
+// (internal/testkit/turntest, pion/turn) on the namespace's peer address. A
 // download through the chain must arrive intact, through a relay
 // allocation on the TURN server.
 func TestChainThroughTURN(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
-	"github.com/flurrypt/flurry/internal/stuntest"
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/stuntest"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
 // netns is a network namespace joined to this one by a veth pair: this

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
 // These tests drive /bin/sh children, so they run in -short too.

@@ -20,8 +20,8 @@ import (
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
 	"github.com/flurrypt/flurry/demo"
-	"github.com/flurrypt/flurry/internal/socks5test"
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/socks5test"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
 func skipWithoutTor(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
-	"github.com/flurrypt/flurry/internal/stuntest"
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/stuntest"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 	"github.com/flurrypt/flurry/netlab"
 	"github.com/flurrypt/flurry/netlab/censor"
 )

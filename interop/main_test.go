@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
 // The parent test process hands the child it re-executes in a network

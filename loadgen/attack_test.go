@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/internal/chaintest"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest"
 	"github.com/flurrypt/flurry/relay"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
-	"github.com/flurrypt/flurry/internal/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
 	"github.com/flurrypt/flurry/messages"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/broker"
-	"github.com/flurrypt/flurry/internal/chaintest"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest"
 	"github.com/flurrypt/flurry/relay"
 )
 

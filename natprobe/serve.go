@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/flurrypt/flurry/internal/httplog"
-	"github.com/flurrypt/flurry/internal/httpserve"
+	"github.com/flurrypt/flurry/internal/httperrlog"
+	"github.com/flurrypt/flurry/internal/httprun"
 )
 
 // HTTP server limits. A probe's request waits for ICE gathering
@@ -52,7 +52,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          httplog.ErrorLog(s.log.Handler(), slog.LevelDebug),
+		ErrorLog:          httperrlog.ErrorLog(s.log.Handler(), slog.LevelDebug),
 	}
 	if s.cfg.TLSConfig != nil {
 		ln = tls.NewListener(ln, s.cfg.TLSConfig)
@@ -61,7 +61,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.closing, cancel)()
-	if err := httpserve.Serve(ctx, srv, ln, s.cfg.ShutdownTimeout); err != nil {
+	if err := httprun.Serve(ctx, srv, ln, s.cfg.ShutdownTimeout); err != nil {
 		return err
 	}
 	if s.closing.Err() != nil {

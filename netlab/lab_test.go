@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 	"github.com/flurrypt/flurry/netlab/censor"
 )
 

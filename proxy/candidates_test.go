@@ -15,7 +15,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/sdp"
 	"github.com/flurrypt/flurry/common/webrtcnet"
-	"github.com/flurrypt/flurry/internal/stuntest"
+	"github.com/flurrypt/flurry/internal/testkit/stuntest"
 	"github.com/flurrypt/flurry/messages"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
-	"github.com/flurrypt/flurry/internal/httplog"
+	"github.com/flurrypt/flurry/internal/httperrlog"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -158,7 +158,7 @@ func (p *Proxy) serveMetrics(ctx context.Context, wg *sync.WaitGroup) error {
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       60 * time.Second,
-		ErrorLog:          httplog.ErrorLog(p.log.Handler(), slog.LevelDebug),
+		ErrorLog:          httperrlog.ErrorLog(p.log.Handler(), slog.LevelDebug),
 	}
 	wg.Go(func() { srv.Serve(ln) })
 	wg.Go(func() {

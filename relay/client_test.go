@@ -19,7 +19,7 @@ import (
 	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
-	"github.com/flurrypt/flurry/internal/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
 )
 
 // This file is a test client speaking Snowflake's client wire format

@@ -17,7 +17,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
-	"github.com/flurrypt/flurry/internal/chaintest/leak"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/leak"
 )
 
 func TestMain(m *testing.M) { leak.VerifyTestMain(m) }

@@ -13,7 +13,7 @@ import (
 	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/common/websocketconn"
-	"github.com/flurrypt/flurry/internal/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
 )
 
 // Tests of sealed carriers (seal.go) and of the two attacks of a proxy

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flurrypt/flurry/internal/httplog"
+	"github.com/flurrypt/flurry/internal/httperrlog"
 )
 
 // This file is Serve's listener side: a minimal HTTP/1.1 server for one
@@ -182,7 +182,7 @@ func (s *upgradeServer) readRequest(c net.Conn, counted netip.Addr) (carrier *ca
 	if s.tls != nil {
 		tc := tls.Server(c, s.tls)
 		if err := tc.Handshake(); err != nil {
-			s.r.log.Debug("TLS handshake failed", "reason", httplog.HandshakeFailure(err))
+			s.r.log.Debug("TLS handshake failed", "reason", httperrlog.HandshakeFailure(err))
 			return nil
 		}
 		conn = tc

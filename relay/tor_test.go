@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/common/turbotunnel"
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
 const torPath = "/usr/bin/tor"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
 // Debian's tor-geoipdb files; CI installs the package.

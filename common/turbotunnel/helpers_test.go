@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/internal/chaintest/leak"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/leak"
 )
 
 func TestMain(m *testing.M) { leak.VerifyTestMain(m) }

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/flurrypt/flurry/internal/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

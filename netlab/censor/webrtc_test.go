@@ -10,7 +10,7 @@ import (
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/webrtcnet"
-	"github.com/flurrypt/flurry/internal/webrtcfp"
+	"github.com/flurrypt/flurry/internal/testkit/webrtcfp"
 )
 
 // TestDefaultBlockJA4WebRTCv5 connects two pion/webrtc v5 peers at their

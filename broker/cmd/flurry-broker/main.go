@@ -20,12 +20,12 @@ import (
 	"github.com/flurrypt/flurry/internal/clientaddr"
 	"github.com/flurrypt/flurry/internal/commalist"
 	"github.com/flurrypt/flurry/internal/idlemem"
-	"github.com/flurrypt/flurry/internal/serve"
+	"github.com/flurrypt/flurry/internal/servercmd"
 )
 
 // options are what the command line sets beyond broker.Config.
 type options struct {
-	tls           serve.TLSFlags
+	tls           servercmd.TLSFlags
 	logLevel      slog.Level
 	unsafeLogging bool
 	disableGeoIP  bool
@@ -154,7 +154,7 @@ func parseFlags(fs *flag.FlagSet, args []string, o *options) (broker.Config, err
 }
 
 func run(cfg broker.Config, o *options) error {
-	log := serve.NewLogger(os.Stderr, serve.LogOptions{Level: o.logLevel, Unsafe: o.unsafeLogging})
+	log := servercmd.NewLogger(os.Stderr, servercmd.LogOptions{Level: o.logLevel, Unsafe: o.unsafeLogging})
 	cfg.Logger = log
 	if !o.disableGeoIP {
 		var err error
@@ -174,7 +174,7 @@ func run(cfg broker.Config, o *options) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	go serve.OnSignal(ctx, syscall.SIGHUP, b.Reload)
+	go servercmd.OnSignal(ctx, syscall.SIGHUP, b.Reload)
 	log.Info("flurry-broker starting", "tls", t.Mode)
 	return b.Run(ctx)
 }

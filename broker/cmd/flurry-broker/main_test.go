@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/broker"
-	"github.com/flurrypt/flurry/internal/pebbletest"
+	"github.com/flurrypt/flurry/internal/testkit/pebbletest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pebbletest.Main(m, main)) }

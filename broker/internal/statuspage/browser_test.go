@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/flurrypt/flurry/broker/internal/stats"
-	"github.com/flurrypt/flurry/internal/browsertest"
+	"github.com/flurrypt/flurry/internal/testkit/browsertest"
 	"github.com/flurrypt/flurry/messages"
 )
 

@@ -30,7 +30,7 @@ import (
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/commalist"
 	"github.com/flurrypt/flurry/internal/pionruntime"
-	"github.com/flurrypt/flurry/internal/serve"
+	"github.com/flurrypt/flurry/internal/servercmd"
 )
 
 // methodName is the transport name tor knows us by (Snowflake's).
@@ -263,7 +263,7 @@ func newLogger(f *flags, managed bool) (*slog.Logger, func(), error) {
 			}
 			path = filepath.Join(dir, f.logFile)
 		}
-		file, err := serve.OpenLogFile(path)
+		file, err := servercmd.OpenLogFile(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open log: %w", err)
 		}
@@ -273,7 +273,7 @@ func newLogger(f *flags, managed bool) (*slog.Logger, func(), error) {
 	default:
 		w = os.Stderr
 	}
-	return serve.NewLogger(w, serve.LogOptions{Unsafe: f.unsafeLogging}), closeLog, nil
+	return servercmd.NewLogger(w, servercmd.LogOptions{Unsafe: f.unsafeLogging}), closeLog, nil
 }
 
 // server accepts SOCKS connections and carries each through a session.

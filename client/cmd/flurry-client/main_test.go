@@ -24,7 +24,7 @@ import (
 
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 
-	"github.com/flurrypt/flurry/internal/chaintest"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest"
 	"github.com/flurrypt/flurry/messages"
 )
 

@@ -1,7 +1,7 @@
 package main
 
 // Tests of tor's upstream proxy (TOR_PT_PROXY) and -socks5-proxy, with the
-// test SOCKS5 proxy of client/internal/socks5test on loopback.
+// test SOCKS5 proxy of internal/testkit/socks5test on loopback.
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/internal/socks5test"
+	"github.com/flurrypt/flurry/internal/testkit/socks5test"
 	"github.com/flurrypt/flurry/messages"
 )
 

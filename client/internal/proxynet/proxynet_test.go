@@ -15,8 +15,8 @@ import (
 
 	"github.com/flurrypt/flurry/client/internal/proxynet"
 	"github.com/flurrypt/flurry/client/internal/socks5udp"
-	"github.com/flurrypt/flurry/internal/socks5test"
-	"github.com/flurrypt/flurry/internal/stuntest"
+	"github.com/flurrypt/flurry/internal/testkit/socks5test"
+	"github.com/flurrypt/flurry/internal/testkit/stuntest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/client/internal/socks5udp"
-	"github.com/flurrypt/flurry/internal/socks5test"
+	"github.com/flurrypt/flurry/internal/testkit/socks5test"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -16,7 +16,7 @@ import (
 	"github.com/flurrypt/flurry/client/internal/webrtcpeer"
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/webrtcnet"
-	"github.com/flurrypt/flurry/internal/webrtcfp"
+	"github.com/flurrypt/flurry/internal/testkit/webrtcfp"
 	"github.com/flurrypt/flurry/messages"
 	"github.com/flurrypt/flurry/proxy"
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/commalist"
-	"github.com/flurrypt/flurry/internal/serve"
+	"github.com/flurrypt/flurry/internal/servercmd"
 	"github.com/flurrypt/flurry/natprobe"
 )
 
@@ -29,7 +29,7 @@ func run() int {
 	fs := flag.NewFlagSet("flurry-natprobe", flag.ContinueOnError)
 	var (
 		cfg natprobe.Config
-		tf  serve.TLSFlags
+		tf  servercmd.TLSFlags
 	)
 	fs.StringVar(&cfg.ListenAddr, "addr", natprobe.DefaultListenAddr, "listen `address`")
 	tf.Register(fs, "acme-cert-cache")
@@ -59,7 +59,7 @@ func run() int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	cfg.Logger = serve.NewLogger(os.Stderr, serve.LogOptions{Level: level, Unsafe: *unsafeLogging})
+	cfg.Logger = servercmd.NewLogger(os.Stderr, servercmd.LogOptions{Level: level, Unsafe: *unsafeLogging})
 	cfg.STUNURLs = commalist.Split(*stun)
 	t, err := tf.Setup(cfg.ListenAddr, cfg.Logger, "h2", "http/1.1")
 	if err != nil {

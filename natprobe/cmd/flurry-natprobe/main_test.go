@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/flurrypt/flurry/internal/pebbletest"
+	"github.com/flurrypt/flurry/internal/testkit/pebbletest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pebbletest.Main(m, main)) }

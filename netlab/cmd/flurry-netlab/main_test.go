@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
 func TestUsageNamesModes(t *testing.T) {

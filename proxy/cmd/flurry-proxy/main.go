@@ -20,7 +20,7 @@ import (
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/commalist"
 	"github.com/flurrypt/flurry/internal/pionruntime"
-	"github.com/flurrypt/flurry/internal/serve"
+	"github.com/flurrypt/flurry/internal/servercmd"
 	"github.com/flurrypt/flurry/proxy"
 )
 
@@ -108,7 +108,7 @@ func run() int {
 	}
 	out := os.Stderr
 	if *logFile != "" {
-		f, err := serve.OpenLogFile(*logFile)
+		f, err := servercmd.OpenLogFile(*logFile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "flurry-proxy: -log:", err)
 			return 2
@@ -116,7 +116,7 @@ func run() int {
 		defer f.Close()
 		out = f
 	}
-	log := serve.NewLogger(out, serve.LogOptions{Level: level, Unsafe: *unsafeLogging, LocalTime: *logLocalTime})
+	log := servercmd.NewLogger(out, servercmd.LogOptions{Level: level, Unsafe: *unsafeLogging, LocalTime: *logLocalTime})
 	covert, err := covertdtls.Parse(*covertConfig, *covertFingerprint)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flurry-proxy: -covertdtls-config/-covertdtls-fingerprint:", err)

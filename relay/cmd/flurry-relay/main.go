@@ -26,7 +26,7 @@ import (
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/clientaddr"
 	"github.com/flurrypt/flurry/internal/idlemem"
-	"github.com/flurrypt/flurry/internal/serve"
+	"github.com/flurrypt/flurry/internal/servercmd"
 	"github.com/flurrypt/flurry/relay"
 )
 
@@ -38,7 +38,7 @@ type flags struct {
 	maxCarriersPerClient            int
 	addr, forward, path             string
 	backends                        []relay.Backend
-	tls                             serve.TLSFlags
+	tls                             servercmd.TLSFlags
 	metricsAddr                     string
 	numTurbotunnel, maxConns        int
 	handshakeTimeout, tokenTimeout  time.Duration
@@ -143,13 +143,13 @@ func main() {
 // addresses unless unsafe.
 func newLogger(path string, unsafe bool) (*slog.Logger, func(), error) {
 	if path == "" {
-		return serve.NewLogger(os.Stderr, serve.LogOptions{Unsafe: unsafe}), func() {}, nil
+		return servercmd.NewLogger(os.Stderr, servercmd.LogOptions{Unsafe: unsafe}), func() {}, nil
 	}
-	file, err := serve.OpenLogFile(path)
+	file, err := servercmd.OpenLogFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open log file: %w", err)
 	}
-	return serve.NewLogger(file, serve.LogOptions{Unsafe: unsafe}), func() { file.Close() }, nil
+	return servercmd.NewLogger(file, servercmd.LogOptions{Unsafe: unsafe}), func() { file.Close() }, nil
 }
 
 func run(f *flags, logger *slog.Logger) error {

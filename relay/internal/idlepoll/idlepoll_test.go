@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/internal/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
 )
 
 func handle(t *testing.T, c net.Conn) *Handle {

@@ -12,7 +12,7 @@ import (
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/client/internal/rendezvous/sqs"
 	"github.com/flurrypt/flurry/common/sqscreds"
-	"github.com/flurrypt/flurry/internal/sqstest"
+	"github.com/flurrypt/flurry/internal/testkit/sqstest"
 	"github.com/flurrypt/flurry/messages"
 )
 

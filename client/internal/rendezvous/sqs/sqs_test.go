@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flurrypt/flurry/common/sqscreds"
-	"github.com/flurrypt/flurry/internal/sqstest"
+	"github.com/flurrypt/flurry/internal/testkit/sqstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -15,8 +15,8 @@ import (
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/broker"
-	"github.com/flurrypt/flurry/internal/chaintest/loopback"
-	"github.com/flurrypt/flurry/internal/chaintest/lossyudp"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/chaintest/lossyudp"
 	"github.com/flurrypt/flurry/messages"
 	"github.com/flurrypt/flurry/proxy"
 	"github.com/flurrypt/flurry/relay"

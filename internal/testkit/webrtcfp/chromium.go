@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flurrypt/flurry/internal/browsertest"
+	"github.com/flurrypt/flurry/internal/testkit/browsertest"
 )
 
 // ChromiumFlags let two pages of one headless Chromium see each other's

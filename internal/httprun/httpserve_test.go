@@ -1,4 +1,4 @@
-package httpserve
+package httprun
 
 import (
 	"context"

@@ -1,9 +1,9 @@
-// Package httplog keeps the peer's text out of the logs of Flurry's HTTP
+// Package httperrlog keeps the peer's text out of the logs of Flurry's HTTP
 // and TLS servers. net/http's server error log and crypto/tls's handshake
 // errors quote what the peer sent (ALPN protocol names, server names for
 // which no certificate exists, bytes that were not a TLS record); these
 // helpers log a reason of our own words instead.
-package httplog
+package httperrlog
 
 import (
 	"context"

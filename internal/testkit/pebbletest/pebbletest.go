@@ -31,7 +31,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
 // startTimeout bounds pebble's start and a certificate's issuance: only a

@@ -3,7 +3,7 @@ package webrtcfp_test
 import (
 	"testing"
 
-	"github.com/flurrypt/flurry/internal/webrtcfp"
+	"github.com/flurrypt/flurry/internal/testkit/webrtcfp"
 )
 
 // TestChromium connects two Chromium pages through the relay and checks

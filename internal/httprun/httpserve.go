@@ -1,8 +1,8 @@
-// Package httpserve runs an http.Server on a listener until a context
+// Package httprun runs an http.Server on a listener until a context
 // ends, then shuts it down gracefully within a bound: the part of the roles'
 // Serve methods that is the same everywhere. It has no dependencies beyond
 // net/http, so that role libraries can use it.
-package httpserve
+package httprun
 
 import (
 	"context"

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/flurrypt/flurry/internal/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
 // Netns is a network namespace joined to this one by a veth pair, for

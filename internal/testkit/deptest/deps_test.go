@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -30,7 +29,7 @@ type pkg struct {
 func listPackages(t testing.TB, args ...string) []pkg {
 	t.Helper()
 	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
-	cmd.Dir = "../.."
+	cmd.Dir = "../../.."
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
@@ -127,17 +126,17 @@ func TestClientLibraryLinksNoAWS(t *testing.T) {
 	}
 }
 
-// testHelpers are the project's packages made for tests only; they may
-// import testOnly modules, and only tests may import them.
-var testHelpers = []string{module + "/internal/browsertest", module + "/internal/chaintest", module + "/internal/chaintest/leak", module + "/internal/chaintest/loopback", module + "/internal/chaintest/lossyudp", module + "/internal/pebbletest", module + "/internal/sqstest", module + "/internal/socks5test", module + "/internal/stuntest", module + "/internal/testenv", module + "/internal/turntest", module + "/internal/webrtcfp"}
+// testkit holds the project's packages made for tests only, above the
+// roles; they may import testOnly modules, and only tests may import them.
+const testkit = module + "/internal/testkit/"
 
-// testOnly are modules and packages that only tests (and testHelpers) may
+// testOnly are modules and packages that only tests (and the testkit) may
 // import.
-var testOnly = append([]string{"go.uber.org/goleak", "github.com/stretchr/testify", "go.uber.org/mock", "github.com/golang/mock", "github.com/chromedp/"}, testHelpers...)
+var testOnly = []string{"go.uber.org/goleak", "github.com/stretchr/testify", "go.uber.org/mock", "github.com/golang/mock", "github.com/chromedp/", testkit}
 
 func TestNoTestLibrariesInProduct(t *testing.T) {
 	for _, p := range listPackages(t, module+"/...") {
-		if slices.Contains(testHelpers, p.ImportPath) {
+		if strings.HasPrefix(p.ImportPath, testkit) {
 			continue
 		}
 		for _, dep := range p.Deps {

@@ -4,7 +4,7 @@
 // loopback. A client under test then carries bytes end to end. Everything
 // a helper starts stops when the test ends.
 //
-// It is for tests only (internal/deptest keeps it out of the product).
+// It is for tests only (internal/testkit/deptest keeps it out of the product).
 // Goroutine-leak checks that allow for kcp-go's background goroutines are
 // in the leak subpackage.
 package chaintest

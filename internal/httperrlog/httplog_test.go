@@ -1,4 +1,4 @@
-package httplog
+package httperrlog
 
 import (
 	"bytes"

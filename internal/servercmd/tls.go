@@ -1,4 +1,4 @@
-package serve
+package servercmd
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/flurrypt/flurry/internal/commalist"
-	"github.com/flurrypt/flurry/internal/httplog"
+	"github.com/flurrypt/flurry/internal/httperrlog"
 )
 
 // acmeHTTPOff as -acme-http-addr runs no HTTP-01 listener: certificates are
@@ -150,7 +150,7 @@ func (f *TLSFlags) Setup(listenAddr string, log *slog.Logger, protos ...string) 
 		WriteTimeout:      challengeTimeout,
 		IdleTimeout:       challengeIdleTimeout,
 		MaxHeaderBytes:    challengeHeaderBytes,
-		ErrorLog:          httplog.ErrorLog(log.Handler(), slog.LevelDebug),
+		ErrorLog:          httperrlog.ErrorLog(log.Handler(), slog.LevelDebug),
 	}
 	t.served = make(chan struct{})
 	go func() {
