@@ -1,6 +1,7 @@
 package servercmd
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -40,8 +41,21 @@ func utcTime(groups []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// OpenLogFile opens path for appending, creating it readable by its owner
-// only (the log may hold what -unsafe-logging keeps).
-func OpenLogFile(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+// OpenLog returns a command's logger (NewLogger): it appends to the file
+// path (a command's -log) when path is not empty, else writes to fallback;
+// a nil fallback logs nothing. The file is created readable by its owner
+// only, since the log may hold what -unsafe-logging keeps. Call close when
+// the command ends.
+func OpenLog(path string, fallback io.Writer, o LogOptions) (log *slog.Logger, close func(), err error) {
+	if path == "" {
+		if fallback == nil {
+			return slog.New(slog.DiscardHandler), func() {}, nil
+		}
+		return NewLogger(fallback, o), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open log: %w", err)
+	}
+	return NewLogger(f, o), func() { _ = f.Close() }, nil
 }

@@ -137,22 +137,42 @@ func TestNewLogger(t *testing.T) {
 	}
 }
 
-func TestOpenLogFile(t *testing.T) {
+// TestOpenLog: -log appends to a file of mode 0600, scrubbed; without it
+// the fallback writer gets the log, or nothing does.
+func TestOpenLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log")
 	for range 2 {
-		f, err := OpenLogFile(path)
+		log, closeLog, err := OpenLog(path, nil, LogOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := io.WriteString(f, "line\n"); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+		log.Info("line", "peer", "192.0.2.1")
+		closeLog()
 	}
 	b, err := os.ReadFile(path)
 	fi, _ := os.Stat(path)
-	if err != nil || string(b) != "line\nline\n" || fi.Mode().Perm() != 0o600 {
+	if err != nil || strings.Count(string(b), "msg=line") != 2 || strings.Contains(string(b), "192.0.2.1") || fi.Mode().Perm() != 0o600 {
 		t.Errorf("log file %q, %v, mode %v", b, err, fi.Mode())
+	}
+
+	var buf bytes.Buffer
+	log, closeLog, err := OpenLog("", &buf, LogOptions{Unsafe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("to the fallback", "peer", "192.0.2.1")
+	closeLog()
+	if !strings.Contains(buf.String(), "192.0.2.1") {
+		t.Errorf("fallback log: %q", buf.String())
+	}
+	log, closeLog, err = OpenLog("", nil, LogOptions{})
+	if err != nil || log.Enabled(context.Background(), slog.LevelError) {
+		t.Errorf("no fallback: a logger that logs (%v)", err)
+	}
+	closeLog()
+
+	if _, _, err := OpenLog(filepath.Join(t.TempDir(), "missing", "log"), nil, LogOptions{}); err == nil || !strings.HasPrefix(err.Error(), "open log: ") {
+		t.Errorf("log in a missing directory: %v", err)
 	}
 }
 

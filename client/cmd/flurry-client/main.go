@@ -251,29 +251,19 @@ func run(args []string) int {
 // there can block old tors) and stderr with -socks. IP addresses are
 // scrubbed unless -unsafe-logging.
 func newLogger(f *flags, managed bool) (*slog.Logger, func(), error) {
-	var w io.Writer
-	closeLog := func() {}
-	switch {
-	case f.logFile != "":
-		path := f.logFile
-		if f.logToStateDir {
-			dir, err := pt.MakeStateDir()
-			if err != nil {
-				return nil, nil, fmt.Errorf("state directory: %w", err)
-			}
-			path = filepath.Join(dir, f.logFile)
-		}
-		file, err := servercmd.OpenLogFile(path)
+	path := f.logFile
+	if path != "" && f.logToStateDir {
+		dir, err := pt.MakeStateDir()
 		if err != nil {
-			return nil, nil, fmt.Errorf("open log: %w", err)
+			return nil, nil, fmt.Errorf("state directory: %w", err)
 		}
-		w, closeLog = file, func() { _ = file.Close() }
-	case managed:
-		return slog.New(slog.DiscardHandler), closeLog, nil
-	default:
-		w = os.Stderr
+		path = filepath.Join(dir, path)
 	}
-	return servercmd.NewLogger(w, servercmd.LogOptions{Unsafe: f.unsafeLogging}), closeLog, nil
+	var fallback io.Writer = os.Stderr
+	if managed {
+		fallback = nil
+	}
+	return servercmd.OpenLog(path, fallback, servercmd.LogOptions{Unsafe: f.unsafeLogging})
 }
 
 // server accepts SOCKS connections and carries each through a session.

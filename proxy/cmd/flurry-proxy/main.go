@@ -106,17 +106,12 @@ func run() int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	out := os.Stderr
-	if *logFile != "" {
-		f, err := servercmd.OpenLogFile(*logFile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "flurry-proxy: -log:", err)
-			return 2
-		}
-		defer f.Close()
-		out = f
+	log, closeLog, err := servercmd.OpenLog(*logFile, os.Stderr, servercmd.LogOptions{Level: level, Unsafe: *unsafeLogging, LocalTime: *logLocalTime})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flurry-proxy: -log:", err)
+		return 2
 	}
-	log := servercmd.NewLogger(out, servercmd.LogOptions{Level: level, Unsafe: *unsafeLogging, LocalTime: *logLocalTime})
+	defer closeLog()
 	covert, err := covertdtls.Parse(*covertConfig, *covertFingerprint)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flurry-proxy: -covertdtls-config/-covertdtls-fingerprint:", err)

@@ -126,7 +126,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "unexpected arguments: %q\n", flag.Args())
 		os.Exit(2)
 	}
-	logger, closeLog, err := newLogger(f.logFile, f.unsafeLogging)
+	logger, closeLog, err := servercmd.OpenLog(f.logFile, os.Stderr, servercmd.LogOptions{Unsafe: f.unsafeLogging})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -137,19 +137,6 @@ func main() {
 		closeLog()
 		os.Exit(1)
 	}
-}
-
-// newLogger writes text logs to path (append, 0600) or stderr, scrubbing IP
-// addresses unless unsafe.
-func newLogger(path string, unsafe bool) (*slog.Logger, func(), error) {
-	if path == "" {
-		return servercmd.NewLogger(os.Stderr, servercmd.LogOptions{Unsafe: unsafe}), func() {}, nil
-	}
-	file, err := servercmd.OpenLogFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open log file: %w", err)
-	}
-	return servercmd.NewLogger(file, servercmd.LogOptions{Unsafe: unsafe}), func() { file.Close() }, nil
 }
 
 func run(f *flags, logger *slog.Logger) error {
