@@ -19,6 +19,7 @@ import (
 
 	"github.com/flurrypt/flurry/broker/internal/event"
 	"github.com/flurrypt/flurry/broker/internal/stats"
+	"github.com/flurrypt/flurry/internal/sleep"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -287,7 +288,7 @@ func (r *sqsRun) receiveLoop(ctx context.Context, wg *sync.WaitGroup) {
 			}
 			backoff = min(max(2*backoff, time.Second), sqsMaxBackoff)
 			r.b.cfg.Logger.Warn("SQS receive failed", "queue", r.cfg.QueueName, "err", err, "retry_in", backoff)
-			if !sleepCtx(ctx, backoff) {
+			if !sleep.For(ctx, backoff) {
 				return
 			}
 			continue
@@ -478,16 +479,4 @@ func (r *sqsRun) deleteIfStale(ctx context.Context, url string, cutoff time.Time
 		return false
 	}
 	return true
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

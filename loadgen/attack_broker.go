@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/common/amp"
+	"github.com/flurrypt/flurry/internal/sleep"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -444,7 +445,7 @@ func (r *attackRun) proxyLoop(ctx context.Context, i int) {
 	var sid [sidLength]byte
 	for first := true; ctx.Err() == nil; first = false {
 		if !first && r.cfg.ProxyInterval > 0 {
-			sleepCtx(ctx, r.cfg.ProxyInterval)
+			sleep.For(ctx, r.cfg.ProxyInterval)
 		}
 		fillSid(&sid)
 		if r.cfg.HonestNewConns {
@@ -456,13 +457,13 @@ func (r *attackRun) proxyLoop(ctx context.Context, i int) {
 		}
 		if err != nil || status != http.StatusOK {
 			r.errs.add(httpErrorText("honest proxy poll", status, err))
-			sleepCtx(ctx, 100*time.Millisecond)
+			sleep.For(ctx, 100*time.Millisecond)
 			continue
 		}
 		poll, err := messages.DecodeProxyPollResponse(resp)
 		if err != nil {
 			r.errs.add("honest proxy poll response: " + err.Error())
-			sleepCtx(ctx, 100*time.Millisecond)
+			sleep.For(ctx, 100*time.Millisecond)
 			continue
 		}
 		if poll.Status != messages.StatusClientMatch {

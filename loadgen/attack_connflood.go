@@ -12,6 +12,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // The connection flood (AttackConnFlood): from each of a few addresses,
@@ -129,7 +131,7 @@ func (r *attackRun) runConnFlood(phaseCtx context.Context, counts *AttackerCount
 						}
 						dialErrs.Add(1)
 						r.errs.add("flood dial: " + err.Error())
-						sleepCtx(phaseCtx, floodRetryPause)
+						sleep.For(phaseCtx, floodRetryPause)
 						continue
 					}
 					opened.Add(1)
@@ -146,7 +148,7 @@ func (r *attackRun) runConnFlood(phaseCtx context.Context, counts *AttackerCount
 					if time.Since(t0) < floodRefusedWithin {
 						atOnce.Add(1)
 						if !errors.Is(err, net.ErrClosed) {
-							sleepCtx(phaseCtx, floodRetryPause)
+							sleep.For(phaseCtx, floodRetryPause)
 						}
 					} else {
 						later.Add(1)
@@ -198,7 +200,7 @@ func (r *attackRun) brokerConnCounts(ctx context.Context) *BrokerConnCounts {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	// A broker out of file descriptors may not answer at once.
 	fams, err := scrape(ctx, client, r.cfg.MetricsURL)
-	for try := 0; err != nil && try < 5 && sleepCtx(ctx, time.Second); try++ {
+	for try := 0; err != nil && try < 5 && sleep.For(ctx, time.Second); try++ {
 		fams, err = scrape(ctx, client, r.cfg.MetricsURL)
 	}
 	if err != nil {

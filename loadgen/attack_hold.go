@@ -13,6 +13,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // CarrierHoldConfig configures RunCarrierHold.
@@ -118,7 +119,7 @@ func RunCarrierHold(ctx context.Context, cfg CarrierHoldConfig) (AttackResult, e
 		if cfg.KeepAlive > 0 {
 			step = min(step, cfg.KeepAlive)
 		}
-		sleepCtx(ctx, min(step, time.Until(holdEnd)))
+		sleep.For(ctx, min(step, time.Until(holdEnd)))
 		if cfg.KeepAlive > 0 {
 			mu.Lock()
 			for _, ws := range held {
@@ -138,7 +139,7 @@ func RunCarrierHold(ctx context.Context, cfg CarrierHoldConfig) (AttackResult, e
 	readers.Wait()
 	if cfg.PID > 0 {
 		say(cfg.Progress, "carrier-hold: released; watching the relay's memory for %v", sc.WatchAfter)
-		sleepCtx(ctx, sc.WatchAfter)
+		sleep.For(ctx, sc.WatchAfter)
 	}
 	res.Memory, res.Samples = mem.finish(sc.WatchAfter)
 	res.Attempted, res.Completed, res.Refused = attempted.Load(), opened.Load(), refused.Load()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // Attacks on a relay (flurry-loadgen attack relay-sessions, carrier-hold).
@@ -414,7 +415,7 @@ func RunSessionFlood(ctx context.Context, cfg SessionFloodConfig) (AttackResult,
 	honestWG.Wait()
 	if cfg.PID > 0 {
 		say(cfg.Progress, "relay-sessions: watching the relay's memory for %v", cfg.WatchAfter)
-		sleepCtx(ctx, cfg.WatchAfter)
+		sleep.For(ctx, cfg.WatchAfter)
 	}
 	res.Memory, res.Samples = mem.finish(cfg.WatchAfter)
 	res.Attempted, res.Completed, res.Refused = attempted.Load(), completed.Load(), refuse.Load()

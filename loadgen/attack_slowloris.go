@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // Defaults of the slowloris attack.
@@ -190,7 +192,7 @@ func RunSlowloris(ctx context.Context, cfg SlowlorisConfig) (AttackResult, error
 	prog.stop()
 	if cfg.PID > 0 {
 		say(cfg.Progress, "slowloris: over; watching the server's memory for %v", cfg.WatchAfter)
-		sleepCtx(parent, cfg.WatchAfter)
+		sleep.For(parent, cfg.WatchAfter)
 	}
 	res.Memory, res.Samples = mem.finish(cfg.WatchAfter)
 	res.Attempted, res.Completed, res.Refused = attempted.Load(), opened.Load(), refused.Load()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/common/relaypattern"
+	"github.com/flurrypt/flurry/internal/sleep"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -424,7 +425,7 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 		res.Idle = &idle
 		// Let the broker notice that the idle polls have gone before
 		// clients arrive, so that no client is matched with one of them.
-		sleepCtx(ctx, r.cfg.IdleSettle)
+		sleep.For(ctx, r.cfg.IdleSettle)
 		if err := ctx.Err(); err != nil {
 			res.ErrorSamples = r.errs.get()
 			return res, err
@@ -497,7 +498,7 @@ func (r *brokerRun) proxyLoop(ctx context.Context, i int) {
 		if err != nil || status != http.StatusOK {
 			r.proxy.errors.Add(1)
 			r.errs.add(httpErrorText("proxy poll", status, err))
-			sleepCtx(ctx, 100*time.Millisecond)
+			sleep.For(ctx, 100*time.Millisecond)
 			continue
 		}
 		poll, err := messages.DecodeProxyPollResponse(resp)
@@ -505,11 +506,11 @@ func (r *brokerRun) proxyLoop(ctx context.Context, i int) {
 		case errors.Is(err, messages.ErrIncorrectRelayPattern):
 			r.proxy.rejected.Add(1)
 			r.errs.add(fmt.Sprintf("proxy poll: broker says %q for relay pattern %q", messages.StatusIncorrectRelayPattern, r.cfg.RelayPattern))
-			sleepCtx(ctx, time.Second)
+			sleep.For(ctx, time.Second)
 		case err != nil:
 			r.proxy.errors.Add(1)
 			r.errs.add("proxy poll response: " + err.Error())
-			sleepCtx(ctx, 100*time.Millisecond)
+			sleep.For(ctx, 100*time.Millisecond)
 		case poll.Status == messages.StatusNoMatch:
 			r.proxy.noMatch.Add(1)
 		case poll.Status == messages.StatusClientMatch:
@@ -649,7 +650,7 @@ func (r *brokerRun) clientLoop(ctx, stepCtx context.Context, i int, tokens <-cha
 		if err != nil || status != http.StatusOK {
 			c.errors.Add(1)
 			r.errs.add(httpErrorText("client offer", status, err))
-			sleepCtx(stepCtx, 100*time.Millisecond) // do not spin on a dead broker
+			sleep.For(stepCtx, 100*time.Millisecond) // do not spin on a dead broker
 			continue
 		}
 		cr, err := messages.DecodeClientPollResponse(resp)
@@ -722,7 +723,7 @@ func (r *brokerRun) runIdle(ctx context.Context) IdleResult {
 			waitFor(ctx, 5*time.Second, func() bool { return waiting.Load() >= int64(started)*9/10 })
 		}
 		waitFor(ctx, 30*time.Second, func() bool { return waiting.Load() >= int64(k) })
-		if !sleepCtx(ctx, r.cfg.IdleSettle) {
+		if !sleep.For(ctx, r.cfg.IdleSettle) {
 			break
 		}
 		samples, gap := 5, sampleGap(r.cfg.IdleSettle)
@@ -736,7 +737,7 @@ func (r *brokerRun) runIdle(ctx context.Context) IdleResult {
 				rss = append(rss, s.RSS)
 			}
 			w = append(w, waiting.Load())
-			sleepCtx(ctx, gap)
+			sleep.For(ctx, gap)
 		}
 		step := IdleStep{Polls: k, Waiting: median(w)}
 		if len(rss) > 0 {
@@ -794,7 +795,7 @@ func (r *brokerRun) idlePoller(ctx context.Context, i int, waiting, polls, match
 		if err != nil || status != http.StatusOK {
 			failures.Add(1)
 			r.errs.add(httpErrorText("idle poll", status, err))
-			sleepCtx(ctx, 200*time.Millisecond)
+			sleep.For(ctx, 200*time.Millisecond)
 			continue
 		}
 		poll, err := messages.DecodeProxyPollResponse(resp)
@@ -802,7 +803,7 @@ func (r *brokerRun) idlePoller(ctx context.Context, i int, waiting, polls, match
 		case err != nil:
 			failures.Add(1)
 			r.errs.add("idle poll response: " + err.Error())
-			sleepCtx(ctx, time.Second)
+			sleep.For(ctx, time.Second)
 		case poll.Status == messages.StatusClientMatch:
 			// Someone else's client: answer so that it is not left waiting.
 			matched.Add(1)
@@ -815,7 +816,7 @@ func (r *brokerRun) idlePoller(ctx context.Context, i int, waiting, polls, match
 func waitFor(ctx context.Context, d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
-		if time.Now().After(deadline) || !sleepCtx(ctx, 20*time.Millisecond) {
+		if time.Now().After(deadline) || !sleep.For(ctx, 20*time.Millisecond) {
 			return false
 		}
 	}

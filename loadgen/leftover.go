@@ -10,6 +10,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // Leftover checks (BrokerConfig.CheckURLs).
@@ -52,7 +54,7 @@ func checkLeftovers(ctx context.Context, urls []string) []BrokerLeftover {
 					break
 				}
 			}
-			if time.Now().After(deadline) || !sleepCtx(ctx, 200*time.Millisecond) {
+			if time.Now().After(deadline) || !sleep.For(ctx, 200*time.Millisecond) {
 				break
 			}
 		}

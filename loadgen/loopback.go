@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -70,16 +69,4 @@ func newDialer(allow bool) *net.Dialer {
 		}
 	}
 	return d
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/xtaci/smux"
 
 	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // Defaults of the relay runs.
@@ -250,7 +251,7 @@ func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, er
 		runPool(ctx, cfg.DialConcurrency, k-attempted, dialOne)
 		attempted = k
 		step := CarrierStep{Carriers: k, DialSeconds: seconds(time.Since(start))}
-		if !sleepCtx(ctx, cfg.Settle) {
+		if !sleep.For(ctx, cfg.Settle) {
 			break
 		}
 		var rss, n []int64
@@ -259,7 +260,7 @@ func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, er
 				rss = append(rss, s.RSS)
 			}
 			n = append(n, open.Load())
-			sleepCtx(ctx, sampleGap(cfg.Settle))
+			sleep.For(ctx, sampleGap(cfg.Settle))
 		}
 		step.Open = median(n)
 		if len(rss) > 0 {
@@ -581,7 +582,7 @@ func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (Through
 		return fmt.Sprintf("relay throughput: %.0fs/%v, %d streams, %.2f MB/s received, %d errors",
 			el.Seconds(), cfg.Duration, len(streams), float64(counts.received.Load()-recv0)/1e6/el.Seconds(), failed.Load())
 	})
-	sleepCtx(ctx, cfg.Duration)
+	sleep.For(ctx, cfg.Duration)
 	elapsed := time.Since(start)
 	sent1, recv1 := counts.sent.Load(), counts.received.Load()
 	after, haveAfter, _ := proc.sample()

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // RelaySessionsConfig configures RunRelaySessions: turbotunnel sessions
@@ -115,7 +117,7 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 		runPool(ctx, idleCfg.DialConcurrency, k-attempted, openOne)
 		attempted = k
 		step := SessionStep{Sessions: k, OpenSeconds: seconds(time.Since(start))}
-		if !sleepCtx(ctx, settle) {
+		if !sleep.For(ctx, settle) {
 			break
 		}
 		first, _, _ := proc.sample()
@@ -126,7 +128,7 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 				rss = append(rss, s.RSS)
 				last = s
 			}
-			sleepCtx(ctx, sampleGap(settle))
+			sleep.For(ctx, sampleGap(settle))
 		}
 		step.Open = open.Load()
 		if len(rss) > 0 {

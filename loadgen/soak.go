@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // The soak (RunSoak): a whole chain of real binaries (package demo's
@@ -283,7 +284,7 @@ func RunSoak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 func (r *soakRun) sampleLoop(ctx context.Context) {
 	for {
 		r.sampleAll(ctx)
-		if !sleepCtx(ctx, r.cfg.SampleInterval) {
+		if !sleep.For(ctx, r.cfg.SampleInterval) {
 			return
 		}
 	}
@@ -394,14 +395,14 @@ func (r *soakRun) downloadLoop(ctx context.Context, who, socks string) {
 			r.ok.Add(1)
 			r.bytes.Add(res.Bytes)
 		}
-		sleepCtx(ctx, r.cfg.DownloadInterval)
+		sleep.For(ctx, r.cfg.DownloadInterval)
 	}
 }
 
 // proxyKillLoop SIGKILLs one proxy (never the first) every
 // ProxyKillInterval and starts it again.
 func (r *soakRun) proxyKillLoop(ctx context.Context) {
-	for i := 0; sleepCtx(ctx, r.cfg.ProxyKillInterval); i++ {
+	for i := 0; sleep.For(ctx, r.cfg.ProxyKillInterval); i++ {
 		ps := r.c.Proxies()
 		victim := ps[1+i%(len(ps)-1)]
 		victim.Kill()
@@ -414,7 +415,7 @@ func (r *soakRun) proxyKillLoop(ctx context.Context) {
 
 // brokerRestartLoop restarts the broker every BrokerRestartInterval.
 func (r *soakRun) brokerRestartLoop(ctx context.Context) {
-	for sleepCtx(ctx, r.cfg.BrokerRestartInterval) {
+	for sleep.For(ctx, r.cfg.BrokerRestartInterval) {
 		say(r.cfg.Progress, "soak: restarting the broker")
 		r.restarts.Add(1)
 		if err := r.c.Broker.Restart(ctx, 0); err != nil && ctx.Err() == nil {
@@ -434,7 +435,7 @@ func (r *soakRun) clientArrivals(ctx context.Context) {
 	defer clients.Wait()
 	for i := 1; ctx.Err() == nil; i++ {
 		clients.Go(func() { r.visit(ctx, i, args) })
-		if !sleepCtx(ctx, r.cfg.ClientInterval) {
+		if !sleep.For(ctx, r.cfg.ClientInterval) {
 			return
 		}
 	}

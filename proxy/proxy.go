@@ -16,6 +16,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/internal/httperrlog"
+	"github.com/flurrypt/flurry/internal/sleep"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -172,18 +173,6 @@ func (p *Proxy) serveMetrics(ctx context.Context, wg *sync.WaitGroup) error {
 	return nil
 }
 
-// sleep waits for d or ctx, reporting whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // backoff returns the wait after n consecutive failures: PollInterval
 // doubled n-1 times, capped at BackoffMax, with jitter in [d/2, d].
 func (p *Proxy) backoff(n int) time.Duration {
@@ -248,7 +237,7 @@ func (p *Proxy) pollLoop(ctx context.Context, wg *sync.WaitGroup) {
 				sl.release()
 			}
 		}
-		if !sleep(ctx, wait) {
+		if !sleep.For(ctx, wait) {
 			return
 		}
 	}
@@ -284,7 +273,7 @@ func (p *Proxy) relayCheckLoop(ctx context.Context, wait time.Duration) {
 		} else {
 			retry = min(retry*2, p.s.RelayRecheckInterval)
 		}
-		if !sleep(ctx, wait) {
+		if !sleep.For(ctx, wait) {
 			return
 		}
 		wait = p.checkDefaultRelay(ctx, retry)
@@ -296,7 +285,7 @@ func (p *Proxy) natLoop(ctx context.Context) {
 		if _, err := p.ProbeNAT(ctx); err != nil && ctx.Err() == nil {
 			p.log.Warn("NAT probe failed; keeping the current NAT type", "type", p.NATType(), "err", err)
 		}
-		if p.s.NATRetestInterval < 0 || !sleep(ctx, p.s.NATRetestInterval) {
+		if p.s.NATRetestInterval < 0 || !sleep.For(ctx, p.s.NATRetestInterval) {
 			return
 		}
 	}
