@@ -13,10 +13,10 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/flurrypt/flurry/internal/httperrlog"
+	"github.com/flurrypt/flurry/internal/netaccept"
 )
 
 // This file is Serve's listener side: a minimal HTTP/1.1 server for one
@@ -28,8 +28,6 @@ import (
 const (
 	// maxRequestBytes bounds an upgrade request's line and headers.
 	maxRequestBytes = 16 << 10
-	// maxAcceptBackoff caps the pause after a failed Accept (file limit).
-	maxAcceptBackoff = time.Second
 )
 
 // upgradeServer serves one listener for Serve.
@@ -58,7 +56,7 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- s.acceptLoop(ln) }()
+	go func() { errc <- s.acceptLoop(ctx, ln) }()
 	var err error
 	select {
 	case err = <-errc:
@@ -83,21 +81,23 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// acceptLoop accepts connections until ln fails for good.
-func (s *upgradeServer) acceptLoop(ln net.Listener) error {
-	var backoff time.Duration
+// acceptLoop accepts connections until ln fails for good (package
+// netaccept) or ctx ends during a pause after a failure.
+func (s *upgradeServer) acceptLoop(ctx context.Context, ln net.Listener) error {
+	var backoff netaccept.Backoff
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			if !temporaryAcceptError(err) {
+			if !netaccept.Temporary(err) {
 				return err
 			}
-			backoff = min(max(2*backoff, 5*time.Millisecond), maxAcceptBackoff)
-			s.r.log.Debug("accept failed; retrying", "err", err, "backoff", backoff)
-			time.Sleep(backoff)
+			s.r.log.Debug("accept failed; retrying", "err", err)
+			if !backoff.Wait(ctx) {
+				return net.ErrClosed
+			}
 			continue
 		}
-		backoff = 0
+		backoff.Reset()
 		key, ok := s.r.countAtAccept(c)
 		if !ok {
 			c.Close()
@@ -109,16 +109,6 @@ func (s *upgradeServer) acceptLoop(ln net.Listener) error {
 		s.wg.Add(1)
 		go s.serveConn(c, key)
 	}
-}
-
-// temporaryAcceptError reports whether Accept may succeed later (out of
-// files or memory, a connection reset before it was accepted).
-func temporaryAcceptError(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() ||
-		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
-		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) ||
-		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // drain waits for the connections still upgrading, and closes them after

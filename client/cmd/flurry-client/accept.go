@@ -7,10 +7,11 @@ import (
 	"net"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	pt "gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/goptlib"
+
+	"github.com/flurrypt/flurry/internal/netaccept"
 )
 
 // Accept loop limits. goptlib's AcceptSocks runs the SOCKS handshake (up to
@@ -25,10 +26,6 @@ const (
 	// firstByteTimeout is how long a new connection may stay silent: a
 	// SOCKS client speaks first, at once.
 	firstByteTimeout = time.Second
-	// acceptBackoffMin and acceptBackoffMax bound the pause after a
-	// temporary accept error (EMFILE and the like), doubling in between.
-	acceptBackoffMin = 5 * time.Millisecond
-	acceptBackoffMax = time.Second
 )
 
 // acceptLoop accepts SOCKS connections until ln is closed. Temporary
@@ -39,36 +36,29 @@ const (
 func (s *server) acceptLoop(ctx context.Context, ln net.Listener, fatal func()) {
 	defer s.wg.Done()
 	hs := &handshakes{max: maxHandshakes}
-	backoff := time.Duration(0)
+	var backoff netaccept.Backoff
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			if !temporaryAcceptError(err) {
+			if !netaccept.Temporary(err) {
 				s.log.Error("SOCKS accept failed; exiting", "err", err)
 				fatal()
 				return
 			}
-			if backoff == 0 {
+			if !backoff.Failing() {
 				s.log.Warn("SOCKS accept failed; retrying", "err", err)
-				backoff = acceptBackoffMin
-			} else {
-				backoff = min(2*backoff, acceptBackoffMax)
 			}
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
+			if !backoff.Wait(ctx) {
 				return
 			}
 			continue
 		}
-		if backoff != 0 {
+		if backoff.Failing() {
 			s.log.Info("SOCKS accept works again")
-			backoff = 0
+			backoff.Reset()
 		}
 		h := hs.admit(c)
 		if h == nil {
@@ -175,22 +165,6 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 	c.read = true
 	p[0] = c.first
 	return 1, nil
-}
-
-// temporaryAcceptError reports whether an Accept error may go away by
-// itself, so that accepting should be retried.
-func temporaryAcceptError(err error) bool {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		switch errno {
-		case syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
-			syscall.ECONNABORTED, syscall.ECONNRESET, syscall.EPROTO,
-			syscall.EINTR, syscall.EAGAIN, syscall.ETIMEDOUT:
-			return true
-		}
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // oneConnListener is a net.Listener that yields one connection and then
