@@ -121,8 +121,11 @@ func newSOCKS5(u *url.URL, cfg Config) (*socks5Setup, error) {
 
 // CheckSOCKS5Proxy checks that the proxy at proxyURL (see
 // Config.SOCKS5Proxy) accepts a UDP ASSOCIATE, as a PT client does before
-// it reports PROXY DONE to tor: it makes one association and closes it.
+// it reports PROXY DONE to tor: it makes one association and closes it,
+// within 15 s at most.
 func CheckSOCKS5Proxy(ctx context.Context, proxyURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, socks5DialTimeout)
+	defer cancel()
 	u, err := parseSOCKS5Proxy(proxyURL)
 	if err != nil {
 		return fmt.Errorf("%w: SOCKS5 proxy: %w", ErrInvalidConfig, err)
@@ -138,7 +141,7 @@ func CheckSOCKS5Proxy(ctx context.Context, proxyURL string) error {
 	}
 	pc, err := c.Associate(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrProxy, err)
+		return fmt.Errorf("%w (it must support UDP ASSOCIATE): %w", ErrProxy, err)
 	}
 	return pc.Close()
 }

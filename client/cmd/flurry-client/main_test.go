@@ -336,11 +336,7 @@ func TestCovertDTLSFlags(t *testing.T) {
 		{"-covertdtls-config", "randomizemimic"},
 		{"-covertdtls-config", "mimic", "-covertdtls-fingerprint", string(fingerprints.Mozilla_Firefox_125_0_1)},
 	} {
-		f, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), append([]string{"-url", "https://broker.test/"}, args...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.baseConfig(nil); err != nil {
+		if _, _, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), append([]string{"-url", "https://broker.test/"}, args...)); err != nil {
 			t.Errorf("%q: %v", args, err)
 		}
 	}
@@ -348,11 +344,7 @@ func TestCovertDTLSFlags(t *testing.T) {
 		{"-covertdtls-config", "chrome"},
 		{"-covertdtls-config", "mimic", "-covertdtls-fingerprint", "fefd"},
 	} {
-		f, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.baseConfig(nil); err == nil || !strings.Contains(err.Error(), "-covertdtls-config") {
+		if _, _, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), args); err == nil || !strings.Contains(err.Error(), "-covertdtls-config") {
 			t.Errorf("%q: error %v", args, err)
 		}
 	}

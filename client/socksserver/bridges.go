@@ -1,4 +1,4 @@
-package main
+package socksserver
 
 import (
 	"errors"
@@ -12,20 +12,16 @@ import (
 	"github.com/flurrypt/flurry/client"
 )
 
-// maxBridges bounds the Clients kept at once, one per distinct set of
-// bridge-line arguments (tor sends one set per Bridge line; Tor Browser has
-// two Snowflake lines). Every distinct set would otherwise add a Client for
-// good.
-const maxBridges = 16
-
 // errTooManyBridges: every kept Client is in use and the connection's
 // arguments name yet another bridge.
 var errTooManyBridges = errors.New("too many distinct bridge lines in use at once")
 
 // bridges keeps a Client per set of bridge arguments, so that NAT detection
-// runs once per bridge. At most maxBridges are kept: a new set evicts the
-// least recently used Client that carries no connection.
+// runs once per bridge. At most max are kept (every distinct set would
+// otherwise add a Client for good): a new set evicts the least recently
+// used Client that carries no connection.
 type bridges struct {
+	max       int
 	newClient func(pt.Args) (*client.Client, error)
 
 	mu      sync.Mutex // guards the fields below
@@ -40,8 +36,8 @@ type bridge struct {
 	lastUsed uint64 // bridges.clock at the last acquisition
 }
 
-func newBridges(newClient func(pt.Args) (*client.Client, error)) *bridges {
-	return &bridges{newClient: newClient, entries: make(map[string]*bridge)}
+func newBridges(max int, newClient func(pt.Args) (*client.Client, error)) *bridges {
+	return &bridges{max: max, newClient: newClient, entries: make(map[string]*bridge)}
 }
 
 // bridgeKey is a canonical text of args.
@@ -70,7 +66,7 @@ func (bs *bridges) acquire(args pt.Args) (*client.Client, func(), error) {
 	e, ok := bs.entries[key]
 	var evicted *client.Client
 	if !ok {
-		if len(bs.entries) >= maxBridges {
+		if len(bs.entries) >= bs.max {
 			victim := bs.idlestLocked()
 			if victim == "" {
 				bs.mu.Unlock()
@@ -115,13 +111,6 @@ func (bs *bridges) idlestLocked() string {
 		}
 	}
 	return key
-}
-
-// len returns the number of Clients kept.
-func (bs *bridges) len() int {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	return len(bs.entries)
 }
 
 // close closes every Client (their sessions end, so connections using them
