@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -68,6 +69,40 @@ func TorDialer(cfg TorConfig) DialFunc {
 		}
 		return conn, nil
 	}
+}
+
+// ForTor returns cfg set up to run as tor's managed server transport:
+// every stream goes to tor (TorDialer with info, and cfg.Transport as the
+// ExtORPort TRANSPORT name; ForwardAddr is cleared), and tor's options for
+// the transport (ServerTransportOptions in torrc) override the command
+// line's: num-turbotunnel overrides cfg.NumTurbotunnel, orport-srcaddr
+// overrides srcAddr (empty: none; see TorConfig.SourcePrefix). Backends are
+// refused: under tor the relay forwards to that tor.
+func ForTor(cfg Config, info *pt.ServerInfo, options pt.Args, srcAddr string) (Config, error) {
+	if len(cfg.Backends) > 0 {
+		return cfg, fmt.Errorf("%w: backends are for standalone mode; under tor the relay forwards to that tor", ErrInvalidConfig)
+	}
+	tor := TorConfig{Info: info, Transport: cfg.Transport}
+	if v, ok := options.Get("orport-srcaddr"); ok {
+		srcAddr = v
+	}
+	if srcAddr != "" {
+		p, err := ParseSourcePrefix(srcAddr)
+		if err != nil {
+			return cfg, fmt.Errorf("orport-srcaddr: %w", err)
+		}
+		tor.SourcePrefix = p
+	}
+	if v, ok := options.Get("num-turbotunnel"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("%w: num-turbotunnel %q is not a positive integer", ErrInvalidConfig, v)
+		}
+		cfg.NumTurbotunnel = n
+	}
+	cfg.Dial = TorDialer(tor)
+	cfg.ForwardAddr = ""
+	return cfg, nil
 }
 
 // randomAddr returns a uniformly random address inside p.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/internal/httprun"
 	"github.com/flurrypt/flurry/relay/internal/idlepoll"
 	"github.com/flurrypt/flurry/relay/internal/wsserver"
 )
@@ -336,61 +337,60 @@ func (r *Relay) endSession(s *session) {
 	}
 }
 
-// Run listens on ListenAddr (and serves metrics on MetricsAddr if set),
-// serves until ctx is done, then closes the relay.
+// Run listens on Config.ListenAddr and serves as RunOn does.
 func (r *Relay) Run(ctx context.Context) error {
-	defer r.Close()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", r.cfg.ListenAddr)
 	if err != nil {
+		r.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
-	r.log.Info("relay listening", "addr", ln.Addr().String(), "tls", r.cfg.TLSConfig != nil)
-	if r.cfg.MetricsAddr != "" {
-		mln, err := lc.Listen(ctx, "tcp", r.cfg.MetricsAddr)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("listen for metrics: %w", err)
-		}
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			r.ServeMetrics(stop, mln)
-		}()
-		defer func() {
-			close(stop)
-			<-done
-		}()
-	}
-	err = r.Serve(ctx, ln)
-	if errors.Is(err, ErrClosed) {
-		return nil
-	}
-	return err
+	return r.RunOn(ctx, ln)
 }
 
-// ServeMetrics serves /metrics on ln until stop is closed.
-func (r *Relay) ServeMetrics(stop <-chan struct{}, ln net.Listener) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", r.MetricsHandler())
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       time.Minute,
+// RunOn serves carriers on every listener (Serve) and, with
+// Config.MetricsAddr, Prometheus metrics at /metrics there, until ctx ends,
+// the relay is closed or a listener fails; then it closes the relay. It
+// returns the first failure, or nil. Tor's managed mode gives the relay
+// the listeners tor asked for.
+func (r *Relay) RunOn(ctx context.Context, lns ...net.Listener) error {
+	defer r.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var metrics sync.WaitGroup
+	if r.cfg.MetricsAddr != "" {
+		var lc net.ListenConfig
+		mln, err := lc.Listen(ctx, "tcp", r.cfg.MetricsAddr)
+		if err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			return fmt.Errorf("listen for metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", r.MetricsHandler())
+		metrics.Go(func() {
+			if err := httprun.Serve(ctx, httprun.MetricsServer(mux, r.log), mln, httprun.MetricsShutdownTimeout); err != nil {
+				r.log.Warn("metrics server stopped", "err", err)
+			}
+		})
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		r.log.Warn("metrics server stopped", "err", err)
-		return
-	case <-stop:
+	errs := make(chan error, len(lns))
+	var carriers sync.WaitGroup
+	for _, ln := range lns {
+		r.log.Info("relay listening", "addr", ln.Addr().String(), "tls", r.cfg.TLSConfig != nil)
+		carriers.Go(func() {
+			if err := r.Serve(ctx, ln); err != nil && !errors.Is(err, ErrClosed) {
+				errs <- err
+				cancel()
+			}
+		})
 	}
-	srv.Close()
-	<-errc
+	carriers.Wait()
+	cancel()
+	metrics.Wait()
+	close(errs)
+	return <-errs
 }
 
 // Close closes every carrier, session and stream and the turbotunnel state

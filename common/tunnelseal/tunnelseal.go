@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 
@@ -106,14 +107,17 @@ func ParsePublicKey(s string) (PublicKey, error) {
 }
 
 // LoadOrCreateKeyFile reads a relay's private key from path, or, if path
-// does not exist, creates it (mode 0600) with a fresh key. The file holds
-// one line of standard base64.
+// does not exist, creates it (mode 0600, its directory 0700 if missing)
+// with a fresh key. The file holds one line of standard base64.
 func LoadOrCreateKeyFile(path string) (PrivateKey, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		k, err := GenerateKey()
 		if err != nil {
 			return k, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return k, fmt.Errorf("create relay key: %w", err)
 		}
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {

@@ -123,7 +123,7 @@ func TestJoinWindow(t *testing.T) {
 }
 
 func TestKeyFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "relay-key")
+	path := filepath.Join(t.TempDir(), "state", "relay-key")
 	k1, err := LoadOrCreateKeyFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +134,9 @@ func TestKeyFile(t *testing.T) {
 	}
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v", fi.Mode())
+	}
+	if fi, _ := os.Stat(filepath.Dir(path)); fi.Mode().Perm() != 0o700 {
+		t.Errorf("directory mode %v", fi.Mode())
 	}
 	os.WriteFile(path, []byte("nonsense\n"), 0o600)
 	if _, err := LoadOrCreateKeyFile(path); err == nil {

@@ -143,10 +143,21 @@ func ServerSetup(program string) (pt.ServerInfo, []pt.Bindaddr, error) {
 	return info, ours, nil
 }
 
-// ServerListen listens on each bind address and tells tor (SMETHOD with
-// args, or SMETHOD-ERROR for a failed listen, which is also logged), then
-// SMETHODS DONE. It returns the listeners, none if every listen failed.
-func ServerListen(binds []pt.Bindaddr, args pt.Args, log *slog.Logger) []net.Listener {
+// ServerListen listens on each bind address and tells tor (SMETHOD, or
+// SMETHOD-ERROR for a failed listen, which is also logged), then SMETHODS
+// DONE. As Snowflake's server, the SMETHOD arguments say tls=yes or tls=no
+// and name each TLS hostname. It returns the listeners, none if every
+// listen failed.
+func ServerListen(binds []pt.Bindaddr, tls bool, hostnames []string, log *slog.Logger) []net.Listener {
+	args := pt.Args{}
+	if tls {
+		args.Add("tls", "yes")
+		for _, h := range hostnames {
+			args.Add("hostname", h)
+		}
+	} else {
+		args.Add("tls", "no")
+	}
 	var listeners []net.Listener
 	for _, b := range binds {
 		ln, err := net.ListenTCP("tcp", b.Addr)

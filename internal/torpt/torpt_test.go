@@ -135,7 +135,7 @@ func TestServer(t *testing.T) {
 	if v, _ := binds[0].Options.Get("num-turbotunnel"); v != "2" {
 		t.Errorf("options %v", binds[0].Options)
 	}
-	lns := ServerListen(binds, pt.Args{"tls": {"no"}}, discard)
+	lns := ServerListen(binds, false, nil, discard)
 	if len(lns) != 1 {
 		t.Fatalf("%d listeners", len(lns))
 	}
@@ -143,6 +143,14 @@ func TestServer(t *testing.T) {
 	want := "SMETHOD-ERROR obfs4 no such method\nSMETHOD snowflake " + lns[0].Addr().String() + " ARGS:tls=no\nSMETHODS DONE\n"
 	if !strings.HasSuffix(out.String(), want) {
 		t.Errorf("to tor:\n%s\nwant it to end in\n%s", out, want)
+	}
+
+	out.Reset()
+	lns = ServerListen(binds, true, []string{"relay.example", "relay2.example"}, discard)
+	defer lns[0].Close()
+	want = "SMETHOD snowflake " + lns[0].Addr().String() + " ARGS:hostname=relay.example,hostname=relay2.example,tls=yes\nSMETHODS DONE\n"
+	if out.String() != want {
+		t.Errorf("with TLS, to tor:\n%s\nwant\n%s", out, want)
 	}
 
 	out.Reset()
