@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -461,5 +462,46 @@ func TestMetricsHandler(t *testing.T) {
 	var s Stats = p.Stats()
 	if _, err := json.Marshal(s); err != nil || s.BytesToClient != 1500 || s.Failures != 1 {
 		t.Errorf("Stats = %+v", s)
+	}
+}
+
+// TestRunServesMetrics: with MetricsAddress, Run serves the metrics at
+// MetricsPath until its context ends, then stops listening.
+func TestRunServesMetrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	p, err := New(Config{BrokerURL: "http://127.0.0.1:1/", AllowedRelayPattern: "relay.invalid$", MetricsAddress: addr, LoopbackOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var body []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + MetricsPath)
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics: %v", err)
+		}
+	}
+	if !strings.Contains(string(body), "flurry_proxy_connected_clients 0") {
+		t.Errorf("metrics:\n%s", body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Error("the metrics listener is still open after Run returned")
 	}
 }

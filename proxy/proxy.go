@@ -15,7 +15,7 @@ import (
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
-	"github.com/flurrypt/flurry/internal/httperrlog"
+	"github.com/flurrypt/flurry/internal/httprun"
 	"github.com/flurrypt/flurry/internal/sleep"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -145,6 +145,8 @@ func (p *Proxy) Run(ctx context.Context) error {
 	return nil
 }
 
+// serveMetrics listens on MetricsAddress and serves MetricsHandler there
+// until ctx ends.
 func (p *Proxy) serveMetrics(ctx context.Context, wg *sync.WaitGroup) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", p.s.MetricsAddress)
@@ -153,21 +155,10 @@ func (p *Proxy) serveMetrics(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(MetricsPath, p.MetricsHandler())
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		ErrorLog:          httperrlog.ErrorLog(p.log.Handler(), slog.LevelDebug),
-	}
-	wg.Go(func() { srv.Serve(ln) })
 	wg.Go(func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		srv.Close()
+		if err := httprun.Serve(ctx, httprun.MetricsServer(mux, p.log), ln, httprun.MetricsShutdownTimeout); err != nil {
+			p.log.Warn("metrics server stopped", "err", err)
+		}
 	})
 	p.log.Info("serving metrics", "address", ln.Addr().String(), "path", MetricsPath)
 	return nil

@@ -3,6 +3,7 @@ package httprun
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -63,5 +64,36 @@ func TestServeFails(t *testing.T) {
 	err = Serve(context.Background(), &http.Server{ReadHeaderTimeout: time.Second}, ln, time.Second)
 	if err == nil || !strings.HasPrefix(err.Error(), "serve: ") {
 		t.Errorf("Serve on a closed listener = %v", err)
+	}
+}
+
+// TestMetricsServer: the metrics server has every timeout and a header
+// limit, and serves its handler through Serve.
+func TestMetricsServer(t *testing.T) {
+	srv := MetricsServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "metrics")
+	}), slog.New(slog.DiscardHandler))
+	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 || srv.ErrorLog == nil {
+		t.Errorf("limits missing: %+v", srv)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, srv, ln, MetricsShutdownTimeout) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "metrics" {
+		t.Errorf("body %q", b)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Serve = %v", err)
 	}
 }
