@@ -293,6 +293,30 @@ func (cfg Config) settle() (*settings, error) {
 	return s, nil
 }
 
+// assumedClients is the capacity the port-range warning assumes of an
+// unlimited proxy (docs/proxy.md).
+const assumedClients = 10
+
+// warn logs the settings that work but will likely disappoint: an
+// ephemeral port range too narrow for the capacity (each client takes
+// about two ports), and no way for a proxy behind a NAT to learn its
+// public address.
+func (s *settings) warn() {
+	if s.PortMin != 0 {
+		width := int(s.PortMax-s.PortMin) + 1
+		clients := s.Capacity
+		if clients == 0 {
+			clients = assumedClients
+		}
+		if width < 2*clients {
+			s.Logger.Warn("the ephemeral port range may be too narrow for the capacity", "ports", width, "clients", clients)
+		}
+	}
+	if len(s.STUNURLs) == 0 && !s.KeepLocalAddresses && !s.LoopbackOnly && s.OutboundAddress == "" {
+		s.Logger.Warn("no STUN server and no outbound address: answers will only carry public host candidates; behind a NAT this proxy can serve no client (each match fails with \"no public ICE candidate\")")
+	}
+}
+
 // defaultRelayRule is the pattern that allows exactly the default relay's
 // hostname suffix and port.
 func defaultRelayRule(u *url.URL) string {

@@ -49,6 +49,7 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.warn()
 	p := &Proxy{s: s, log: s.Logger, slots: newSlots(s.Capacity), m: newMetrics()}
 	if p.api, p.shaper, err = newWebRTCAPI(s); err != nil {
 		return nil, err
