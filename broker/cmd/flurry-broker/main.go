@@ -46,26 +46,31 @@ const quietInterval = 2 * time.Second
 
 func main() {
 	idlemem.Start(quietInterval)
-	var o options
-	cfg, err := parseFlags(flag.CommandLine, os.Args[1:], &o)
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	cfg, o, err := parseFlags(flag.NewFlagSet("flurry-broker", flag.ContinueOnError), args)
 	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
+		return 0
 	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "flurry-broker:", err)
-		os.Exit(2)
+		return 2
 	}
 	if o.showVersion {
 		fmt.Println(version.Line("flurry-broker"))
-		return
+		return 0
 	}
-	if err := run(cfg, &o); err != nil {
+	if err := serve(cfg, o); err != nil {
 		fmt.Fprintln(os.Stderr, "flurry-broker:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
-func parseFlags(fs *flag.FlagSet, args []string, o *options) (broker.Config, error) {
+func parseFlags(fs *flag.FlagSet, args []string) (broker.Config, *options, error) {
 	var c broker.Config
+	o := &options{}
 	var penalty time.Duration
 	prefixes := func(dst *[]netip.Prefix, name, usage string) {
 		fs.Func(name, usage, func(s string) (err error) { *dst, err = clientaddr.ParsePrefixes(name, s); return err })
@@ -127,13 +132,13 @@ func parseFlags(fs *flag.FlagSet, args []string, o *options) (broker.Config, err
 		fmt.Fprint(fs.Output(), idlemem.Help(quietInterval))
 	}
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		return c, nil, err
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return c, nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	if o.showVersion {
-		return c, nil // main prints it; nothing else needs to be valid
+		return c, o, nil // main prints it; nothing else needs to be valid
 	}
 	c.UnansweredPenalty = penalty
 	if penalty <= 0 {
@@ -150,10 +155,11 @@ func parseFlags(fs *flag.FlagSet, args []string, o *options) (broker.Config, err
 			c.SQS = append(c.SQS, q)
 		}
 	}
-	return c, o.tls.Check()
+	return c, o, o.tls.Check()
 }
 
-func run(cfg broker.Config, o *options) error {
+// serve runs the broker until SIGINT or SIGTERM; SIGHUP reloads it.
+func serve(cfg broker.Config, o *options) error {
 	log := servercmd.NewLogger(os.Stderr, servercmd.LogOptions{Level: o.logLevel, Unsafe: o.unsafeLogging})
 	cfg.Logger = log
 	if !o.disableGeoIP {

@@ -20,9 +20,7 @@ func parse(t *testing.T, args ...string) (broker.Config, *options, error) {
 	t.Helper()
 	fs := flag.NewFlagSet("flurry-broker", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var o options
-	c, err := parseFlags(fs, args, &o)
-	return c, &o, err
+	return parseFlags(fs, args)
 }
 
 func TestTLSFlags(t *testing.T) {
@@ -122,8 +120,8 @@ func TestStartupErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := run(c, o); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%q: run = %v, want an error with %q", tt.args, err, tt.want)
+		if err := serve(c, o); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: serve = %v, want an error with %q", tt.args, err, tt.want)
 		}
 	}
 }
