@@ -1,29 +1,12 @@
 package proxy
 
 import (
-	"fmt"
 	"io"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/pion/transport/v5"
-
-	"github.com/flurrypt/flurry/common/sockbuf"
 )
-
-// dataPathNet returns the network pion's sockets are made on: the host's,
-// with large kernel buffers on every UDP socket, so that a burst from the
-// client is not dropped while the reader is late (each drop costs SCTP a
-// retransmission timeout of at least one second). It changes how fast bytes
-// move, none of what goes on the wire.
-func dataPathNet() (transport.Net, error) {
-	n, err := sockbuf.Net(nil)
-	if err != nil {
-		return nil, fmt.Errorf("network: %w", err)
-	}
-	return n, nil
-}
 
 // downstreamMessageSize bounds the DataChannel messages the proxy sends.
 // Relay messages hold one or two KCP packets (1.4-2.8 KB); SCTP cuts each

@@ -7,31 +7,34 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
-	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/webrtcnet"
 )
 
 // newWebRTCAPI builds the pion API every peer connection of the proxy
 // uses, and the covert DTLS Shaper that must learn each client's offer.
 func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
-	var se webrtc.SettingEngine
-	se.DetachDataChannels()
-	se.LoggerFactory = pionlog.New(s.Logger)
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	dataNet, err := dataPathNet()
+	// No IP filter on the production path: pion binds its STUN (srflx)
+	// sockets only to the addresses an IP filter keeps, and rewrites only
+	// the host candidates it keeps, so filtering out private addresses
+	// would leave a proxy behind a NAT with no srflx candidate and make
+	// -outbound-address useless on a 1:1 NAT host. Local candidates are
+	// removed from the answer by localDescription instead.
+	se, shaper, err := webrtcnet.Peer{
+		Logger:             s.Logger,
+		MaxMessageSize:     uint32(s.MaxMessageSize),
+		CovertDTLS:         s.CovertDTLS,
+		LoopbackOnly:       s.LoopbackOnly,
+		KeepLocalAddresses: s.KeepLocalAddresses,
+	}.SettingEngine()
 	if err != nil {
 		return nil, nil, err
 	}
-	shaper, err := configureDTLS(&se, s.CovertDTLS, dataNet)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	se.SetSCTPMaxMessageSize(uint32(s.MaxMessageSize))
-	webrtcnet.DataPath(&se)
+	// No HelloVerifyRequest when the proxy is the DTLS server (as
+	// Snowflake: it saves a round trip).
+	se.SetDTLSInsecureSkipHelloVerify(true)
 	// The proxy's send window (sendwindow.go) paces downloads; SCTP's
 	// Reno window, held at least this open, no longer halves the rate on
 	// each random loss.
@@ -40,18 +43,6 @@ func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
 		if err := se.SetEphemeralUDPPortRange(s.PortMin, s.PortMax); err != nil {
 			return nil, nil, fmt.Errorf("%w: port range: %w", ErrInvalidConfig, err)
 		}
-	}
-	// No IP filter on the production path: pion binds its STUN (srflx)
-	// sockets only to the addresses an IP filter keeps, and rewrites only
-	// the host candidates it keeps, so filtering out private addresses
-	// would leave a proxy behind a NAT with no srflx candidate and make
-	// -outbound-address useless on a 1:1 NAT host. Local candidates are
-	// removed from the answer by localDescription instead.
-	switch {
-	case s.LoopbackOnly:
-		webrtcnet.LoopbackOnly(&se, nil)
-	case s.KeepLocalAddresses:
-		se.SetIncludeLoopbackCandidate(true)
 	}
 	if s.outbound.IsValid() {
 		err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{
@@ -64,9 +55,9 @@ func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
 		}
 	}
 	if s.ConfigureSettingEngine != nil {
-		s.ConfigureSettingEngine(&se)
+		s.ConfigureSettingEngine(se)
 	}
-	return webrtc.NewAPI(webrtc.WithSettingEngine(se)), shaper, nil
+	return webrtc.NewAPI(webrtc.WithSettingEngine(*se)), shaper, nil
 }
 
 func (p *Proxy) iceConfig() webrtc.Configuration {

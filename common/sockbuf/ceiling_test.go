@@ -1,4 +1,4 @@
-package sockbuf
+package sockbuf_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/pion/datachannel"
 	"github.com/pion/webrtc/v5"
 
+	"github.com/flurrypt/flurry/common/sockbuf"
 	"github.com/flurrypt/flurry/common/webrtcnet"
 )
 
@@ -71,7 +72,7 @@ func dataChannelPair(tb testing.TB, buffered bool) (send, recv datachannel.ReadW
 		se.EnableDataChannelBlockWrite(true)
 		webrtcnet.LoopbackOnly(&se, nil)
 		if buffered {
-			n, err := Net(nil)
+			n, err := sockbuf.Net(nil)
 			if err != nil {
 				tb.Fatal(err)
 			}

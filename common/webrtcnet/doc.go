@@ -1,5 +1,6 @@
 // Package webrtcnet holds the pion settings that the roles share, so that
-// each is written once: the loopback-only network of tests and
+// each is written once: the SettingEngine the client and the proxy build
+// their peers from (Peer), the loopback-only network of tests and
 // demonstrations (LoopbackOnly), the data-path settings of the client and
 // the proxy (DataPath), and the non-trickle local description that the
 // client's offer and the proxy's answer both are (LocalDescription: gather

@@ -3,13 +3,11 @@ package webrtcpeer_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/pion/logging"
 	"github.com/pion/webrtc/v5"
 	"go.uber.org/goleak"
 
@@ -18,7 +16,6 @@ import (
 	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/internal/testkit/webrtcfp"
 	"github.com/flurrypt/flurry/messages"
-	"github.com/flurrypt/flurry/proxy"
 )
 
 // unreachable are the features no covert DTLS mode can make match a
@@ -122,14 +119,13 @@ func flurryPair(t *testing.T, mode covertdtls.Mode) webrtcfp.Features {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var se webrtc.SettingEngine
-	se.LoggerFactory = &logging.DefaultLoggerFactory{Writer: io.Discard}
-	webrtcnet.LoopbackOnly(&se, nil)
-	shaper, err := proxy.ConfigureDTLS(&se, c)
+	// The proxy's shared settings and its DTLS one (proxy/webrtc.go).
+	se, shaper, err := webrtcnet.Peer{MaxMessageSize: webrtcpeer.MaxMessageSize, CovertDTLS: c, LoopbackOnly: true}.SettingEngine()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
+	se.SetDTLSInsecureSkipHelloVerify(true)
+	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(*se)).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		t.Fatal(err)
 	}

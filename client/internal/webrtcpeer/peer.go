@@ -13,12 +13,10 @@ import (
 	"time"
 
 	"github.com/pion/datachannel"
-	"github.com/pion/ice/v4"
 	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
-	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -129,48 +127,38 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 
-	var se webrtc.SettingEngine
-	se.LoggerFactory = pionlog.New(logger)
-	se.DetachDataChannels()
+	se, shaper, err := webrtcnet.Peer{
+		Logger:             logger,
+		Net:                cfg.Net,
+		MaxMessageSize:     MaxMessageSize,
+		CovertDTLS:         cfg.CovertDTLS,
+		LoopbackOnly:       cfg.LoopbackOnly,
+		KeepLocalAddresses: cfg.KeepLocalAddresses,
+	}.SettingEngine()
+	if err != nil {
+		return nil, err
+	}
 	se.EnableDataChannelBlockWrite(true)
-	se.SetSCTPMaxMessageSize(MaxMessageSize)
-	webrtcnet.DataPath(&se)
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
-	stripLocal := false
-	dataNet, err := dataPathNet(cfg.Net)
-	if err != nil {
-		return nil, err
-	}
-	// Covert DTLS wraps the data path's network when it rewrites records.
-	shaper, err := cfg.CovertDTLS.Apply(&se, dataNet)
-	if err != nil {
-		return nil, err
-	}
 	// No IP filter outside LoopbackOnly: pion gathers server-reflexive
 	// candidates only on the local addresses an IP filter keeps, so
 	// filtering out private addresses would leave a client behind a NAT
 	// (nearly every client) with no candidate at all. Local candidates are
 	// stripped from the offer instead.
-	switch {
-	case cfg.LoopbackOnly:
-		webrtcnet.LoopbackOnly(&se, cfg.Net)
-	case cfg.KeepLocalAddresses:
-		se.SetIncludeLoopbackCandidate(true)
-	default:
+	stripLocal := !cfg.LoopbackOnly && !cfg.KeepLocalAddresses
+	if stripLocal {
 		// A SOCKS5 proxy's relay address may be on loopback (tests, or
 		// tor's own proxy on this host); stripped afterwards like any
 		// local candidate.
 		se.SetIncludeLoopbackCandidate(cfg.Net != nil)
-		stripLocal = true
 	}
 	// IPv6 too, loopback-only included; TCP candidates never.
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
 	if cfg.configureSettingEngine != nil {
-		cfg.configureSettingEngine(&se)
+		cfg.configureSettingEngine(se)
 	}
 	return &Dialer{
-		api:        webrtc.NewAPI(webrtc.WithSettingEngine(se)),
+		api:        webrtc.NewAPI(webrtc.WithSettingEngine(*se)),
 		iceServers: cfg.ICEServers,
 		cfg:        cfg,
 		log:        logger,

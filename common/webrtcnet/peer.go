@@ -1,0 +1,67 @@
+package webrtcnet
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/transport/v5"
+	"github.com/pion/webrtc/v5"
+
+	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/common/pionlog"
+	"github.com/flurrypt/flurry/common/sockbuf"
+)
+
+// Peer is what the SettingEngine of a data-path peer, the client or the
+// proxy, is built from. Each role adds its own settings to the result.
+type Peer struct {
+	// Logger receives pion's logs (common/pionlog); nil discards them.
+	Logger *slog.Logger
+	// Net is the network under the data path (the client's SOCKS5
+	// proxy, a test's); nil means the host's.
+	Net transport.Net
+	// MaxMessageSize is the largest DataChannel message the peer accepts
+	// (SCTP's max message size).
+	MaxMessageSize uint32
+	// CovertDTLS shapes the DTLS ClientHello (common/covertdtls).
+	CovertDTLS covertdtls.Config
+	// LoopbackOnly restricts ICE to loopback (see LoopbackOnly).
+	LoopbackOnly bool
+	// KeepLocalAddresses gathers loopback candidates too.
+	KeepLocalAddresses bool
+}
+
+// SettingEngine builds the settings both peers share: pion's logs through
+// Logger, detached DataChannels of at most MaxMessageSize, the SCTP sender
+// of DataPath, no mDNS, large socket buffers on Net (common/sockbuf), the
+// covert DTLS hello, and LoopbackOnly or KeepLocalAddresses. It returns
+// the covert DTLS Shaper that must learn each offer (covertdtls.Config.
+// Apply).
+func (p Peer) SettingEngine() (*webrtc.SettingEngine, *covertdtls.Shaper, error) {
+	se := &webrtc.SettingEngine{LoggerFactory: pionlog.New(p.Logger)}
+	se.DetachDataChannels()
+	se.SetSCTPMaxMessageSize(p.MaxMessageSize)
+	DataPath(se)
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	// Large kernel buffers on every UDP socket, so that a burst of a
+	// download is not dropped while the reader is late (each drop costs
+	// SCTP a retransmission timeout of at least one second). It changes
+	// how fast bytes move, none of what goes on the wire.
+	n, err := sockbuf.Net(p.Net)
+	if err != nil {
+		return nil, nil, fmt.Errorf("network: %w", err)
+	}
+	// Covert DTLS wraps the network when it rewrites records, and sets it.
+	shaper, err := p.CovertDTLS.Apply(se, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case p.LoopbackOnly:
+		LoopbackOnly(se, p.Net)
+	case p.KeepLocalAddresses:
+		se.SetIncludeLoopbackCandidate(true)
+	}
+	return se, shaper, nil
+}

@@ -1,0 +1,99 @@
+package webrtcnet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/pion/datachannel"
+	"github.com/pion/webrtc/v5"
+
+	"github.com/flurrypt/flurry/common/covertdtls"
+)
+
+// newPeer is a peer connection of Peer's settings.
+func newPeer(t *testing.T, p Peer) *webrtc.PeerConnection {
+	t.Helper()
+	se, _, err := p.SettingEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(*se)).NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pc.GracefulClose() })
+	return pc
+}
+
+// TestPeer: two loopback peers built from Peer connect, with a covert DTLS
+// hello on one side, and carry a message over a detached DataChannel.
+func TestPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // only against a hang
+	defer cancel()
+	offerer := newPeer(t, Peer{MaxMessageSize: 64 << 10, LoopbackOnly: true})
+	answerer := newPeer(t, Peer{MaxMessageSize: 64 << 10, LoopbackOnly: true, CovertDTLS: covertdtls.Config{Mode: covertdtls.Mimic}})
+	dc, err := offerer.CreateDataChannel("test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan datachannel.ReadWriteCloser, 1)
+	dc.OnOpen(func() {
+		if raw, err := dc.Detach(); err == nil {
+			opened <- raw
+		}
+	})
+	received := make(chan []byte, 1)
+	answerer.OnDataChannel(func(d *webrtc.DataChannel) {
+		d.OnOpen(func() {
+			raw, err := d.Detach()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 100)
+			n, _ := raw.Read(buf)
+			received <- buf[:n]
+		})
+	})
+	offer, err := LocalDescription(ctx, offerer, webrtc.SDPTypeOffer, time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := answerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
+		t.Fatal(err)
+	}
+	answer, err := LocalDescription(ctx, answerer, webrtc.SDPTypeAnswer, time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := offerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer.SDP}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case raw := <-opened:
+		if _, err := raw.Write([]byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the DataChannel did not open")
+	}
+	select {
+	case got := <-received:
+		if !bytes.Equal(got, []byte("hello")) {
+			t.Errorf("received %q", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("nothing received")
+	}
+}
+
+// TestPeerBadCovertDTLS: a covert DTLS configuration that does not
+// validate is an error.
+func TestPeerBadCovertDTLS(t *testing.T) {
+	_, _, err := Peer{CovertDTLS: covertdtls.Config{Mode: covertdtls.Mode(99)}}.SettingEngine()
+	if err == nil || !errors.Is(err, covertdtls.ErrMode) {
+		t.Errorf("mode 99: %v", err)
+	}
+}
