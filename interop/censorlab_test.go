@@ -2,17 +2,10 @@ package interop
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -26,8 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pion/transport/v5/stdnet"
+
 	"github.com/flurrypt/flurry/common/sqscreds"
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/testkit/certtest"
 	"github.com/flurrypt/flurry/internal/testkit/sqstest"
 	"github.com/flurrypt/flurry/internal/testkit/stuntest"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
@@ -35,7 +31,6 @@ import (
 	"github.com/flurrypt/flurry/internal/testkit/webrtcfp"
 	"github.com/flurrypt/flurry/netlab"
 	"github.com/flurrypt/flurry/netlab/censor"
-	"github.com/pion/transport/v5/stdnet"
 )
 
 // labConfig is one column of the censor lab's matrix: a chain, the
@@ -419,7 +414,7 @@ const (
 // an address that is not the broker's.
 func startSQS(t *testing.T, lab *netlab.Lab, dir string) (*ChainSQS, error) {
 	addr := lab.OutsideAddr(labSQSAddr)
-	caPEM, cert, err := labCert(labSQSHost, addr)
+	cert, err := certtest.Make(labSQSHost, addr.String())
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +422,7 @@ func startSQS(t *testing.T, lab *netlab.Lab, dir string) (*ChainSQS, error) {
 		return nil, err
 	}
 	caFile := filepath.Join(dir, "sqs-ca.pem")
-	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
+	if err := os.WriteFile(caFile, cert.CertPEM, 0o644); err != nil {
 		return nil, err
 	}
 	for _, side := range []netlab.Side{netlab.Client, netlab.Outside} {
@@ -449,59 +444,13 @@ func startSQS(t *testing.T, lab *netlab.Lab, dir string) (*ChainSQS, error) {
 		return nil, err
 	}
 	srv := sqstest.New(sqstest.Config{AccessKeyID: labSQSKeyID, Listener: ln,
-		TLS: &tls.Config{Certificates: []tls.Certificate{cert}}})
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert.TLS}}})
 	t.Cleanup(srv.Close)
 	creds, err := sqscreds.Credentials{AccessKeyID: labSQSKeyID, SecretKey: labSQSSecret}.Encode()
 	if err != nil {
 		return nil, err
 	}
 	return &ChainSQS{QueueURL: labSQSQueueURL, Creds: creds, CAFile: caFile}, nil
-}
-
-// labCert returns a new CA's certificate (PEM) and a certificate it
-// signed for host and addr.
-func labCert(host string, addr netip.Addr) ([]byte, tls.Certificate, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	now := time.Now()
-	ca := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "flurry censor lab CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	if ca, err = x509.ParseCertificate(caDER); err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: host},
-		DNSNames:     []string{host},
-		IPAddresses:  []net.IP{addr.AsSlice()},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	return caPEM, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
 // labWaysAround are the cells that show a known way around a censor: the

@@ -3,16 +3,9 @@ package servercmd
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"flag"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flurrypt/flurry/internal/testkit/certtest"
 )
 
 func parse(t *testing.T, args ...string) (*TLSFlags, error) {
@@ -69,7 +64,7 @@ func TestSetup(t *testing.T) {
 		t.Errorf("-disable-tls: %+v, %v", tl, err)
 	}
 
-	certFile, keyFile := selfSigned(t)
+	certFile, keyFile := certtest.New(t, "a.example").Files(t)
 	f, _ = parse(t, "-cert", certFile, "-key", keyFile)
 	tl, err := f.Setup("127.0.0.1:0", log, "h2", "http/1.1")
 	if err != nil || tl.Config == nil || len(tl.Config.Certificates) != 1 || !slices.Equal(tl.Config.NextProtos, []string{"h2", "http/1.1"}) {
@@ -204,31 +199,4 @@ func TestOnSignal(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// selfSigned writes a self-signed certificate and its key, PEM.
-func selfSigned(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "a.example"}, NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
 }

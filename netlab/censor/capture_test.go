@@ -2,12 +2,6 @@ package censor
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"math/big"
 	"net"
 	"testing"
 	"time"
@@ -17,6 +11,8 @@ import (
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 	"github.com/theodorsm/covert-dtls/pkg/mimicry"
 	"github.com/theodorsm/covert-dtls/pkg/randomize"
+
+	"github.com/flurrypt/flurry/internal/testkit/certtest"
 )
 
 // helloVerifyRequest returns a DTLS datagram holding a HelloVerifyRequest
@@ -84,26 +80,11 @@ func captureHellos(t testing.TB, opts ...dtls.ClientOption) (first, second []byt
 	}
 }
 
-// selfSigned returns an ECDSA P-256 certificate, as pion/webrtc makes.
-func selfSigned(t testing.TB) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
 // webrtcOpts are the client options pion/webrtc v4 gives pion/dtls that
 // change its ClientHello: a certificate and the default SRTP profiles.
 func webrtcOpts(t testing.TB) []dtls.ClientOption {
 	return []dtls.ClientOption{
-		dtls.WithCertificates(selfSigned(t)),
+		dtls.WithCertificates(certtest.New(t).TLS), // as pion/webrtc makes
 		dtls.WithSRTPProtectionProfiles(dtls.SRTP_AEAD_AES_256_GCM, dtls.SRTP_AEAD_AES_128_GCM, dtls.SRTP_AES128_CM_HMAC_SHA1_80),
 	}
 }

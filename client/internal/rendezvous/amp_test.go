@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/common/amp"
+	"github.com/flurrypt/flurry/internal/testkit/certtest"
 )
 
 // ampRequest is what the test AMP cache saw of one request.
@@ -40,7 +41,8 @@ type ampCache struct {
 func startAMPCache(tb testing.TB, imitate string, serve http.HandlerFunc) *ampCache {
 	tb.Helper()
 	c := &ampCache{}
-	cert, roots := testCert(tb, "cache.test", "*.cache.test", "front-a.test", "front-b.test")
+	tc := certtest.New(tb, "cache.test", "*.cache.test", "front-a.test", "front-b.test")
+	cert, roots := tc.TLS, tc.Pool
 	c.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		c.last.host, c.last.method, c.last.path = r.Host, r.Method, r.URL.EscapedPath()

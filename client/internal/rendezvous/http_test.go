@@ -4,15 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,38 +16,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// testCA makes a certificate for the given names, and a pool trusting it.
-func testCert(tb testing.TB, names ...string) (tls.Certificate, *x509.CertPool) {
-	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: names[0]},
-		DNSNames:              names,
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
-}
+	"github.com/flurrypt/flurry/internal/testkit/certtest"
+)
 
 // seen is what the test broker observed about one request.
 type seen struct {
@@ -78,7 +44,8 @@ type tlsBroker struct {
 func startTLSBroker(tb testing.TB, http2 bool, handler http.HandlerFunc) *tlsBroker {
 	tb.Helper()
 	b := &tlsBroker{}
-	cert, roots := testCert(tb, "broker.test", "front-a.test", "front-b.test")
+	c := certtest.New(tb, "broker.test", "front-a.test", "front-b.test")
+	cert, roots := c.TLS, c.Pool
 	b.roots = roots
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
