@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -177,10 +178,10 @@ func TestProbeLimitAndClose(t *testing.T) {
 }
 
 func TestNewConfig(t *testing.T) {
-	if _, err := New(Config{STUNURLs: []string{"turn:x"}}); err == nil {
+	if _, err := New(Config{STUNURLs: []string{"turn:x"}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Error("accepted a TURN URL")
 	}
-	if _, err := New(Config{OpenTimeout: -1}); err == nil {
+	if _, err := New(Config{OpenTimeout: -1}); !errors.Is(err, ErrInvalidConfig) {
 		t.Error("accepted a negative timeout")
 	}
 	s, err := New(Config{})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -423,8 +424,8 @@ func TestNewConfigErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ok
 			tt.mod(&c)
-			if _, err := New(c); err == nil {
-				t.Errorf("New accepted %+v", c)
+			if _, err := New(c); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("New(%+v) = %v, want ErrInvalidConfig", c, err)
 			}
 		})
 	}

@@ -2,6 +2,8 @@ package tunnelseal
 
 import (
 	"bytes"
+	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -72,22 +74,22 @@ func TestForgeries(t *testing.T) {
 	for i := range HeaderLen {
 		bad := hdr
 		bad[i] ^= 1
-		if _, err := r.Accept(&bad); err == nil {
-			t.Errorf("header with byte %d flipped accepted", i)
+		if _, err := r.Accept(&bad); !errors.Is(err, ErrBadHeader) {
+			t.Errorf("header with byte %d flipped: %v, want ErrBadHeader", i, err)
 		}
 	}
 	// Another relay's key.
 	other, _ := newPair(t)
-	if _, err := other.Accept(&hdr); err == nil {
-		t.Error("header accepted by another relay")
+	if _, err := other.Accept(&hdr); !errors.Is(err, ErrBadHeader) {
+		t.Errorf("header for another relay: %v, want ErrBadHeader", err)
 	}
 	// An attacker's own ephemeral key with the victim's ClientID.
 	_, mallory := newPair(t)
 	mh, _, _, _ := mallory.Join()
 	vid := c.ClientID()
 	copy(mh[offsetID:offsetEph], vid[:])
-	if _, err := r.Accept(&mh); err == nil {
-		t.Error("foreign ephemeral key accepted for the ClientID")
+	if _, err := r.Accept(&mh); !errors.Is(err, ErrBadHeader) {
+		t.Errorf("foreign ephemeral key for the ClientID: %v, want ErrBadHeader", err)
 	}
 	j, err := r.Accept(&hdr)
 	if err != nil {
@@ -96,16 +98,37 @@ func TestForgeries(t *testing.T) {
 	// A forged packet, then a replayed one.
 	forged, _ := encapsulation.AppendDataPrefix(nil, 40)
 	forged = append(forged, make([]byte, 40)...)
-	if _, err := j.Recv.Open(forged[1:]); err == nil {
-		t.Error("forged packet opened")
+	if _, err := j.Recv.Open(forged[1:]); !errors.Is(err, ErrOpen) {
+		t.Errorf("forged packet: %v, want ErrOpen", err)
 	}
 	j, _ = r.Accept(&hdr)
 	chunk, _ := send.AppendChunk(nil, []byte("kcp"))
 	if _, err := j.Recv.Open(append([]byte(nil), chunk[1:]...)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Recv.Open(chunk[1:]); err == nil {
-		t.Error("replayed packet opened")
+	if _, err := j.Recv.Open(chunk[1:]); !errors.Is(err, ErrOpen) {
+		t.Errorf("replayed packet: %v, want ErrOpen", err)
+	}
+}
+
+// TestExhausted: a stream whose nonce counter has run out neither seals
+// nor opens.
+func TestExhausted(t *testing.T) {
+	r, c := newPair(t)
+	hdr, send, _, err := c.Join()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := r.Accept(&hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send.ctr, j.Recv.ctr = math.MaxUint64, math.MaxUint64
+	if _, err := send.AppendChunk(nil, []byte("kcp")); !errors.Is(err, ErrExhausted) {
+		t.Errorf("AppendChunk: %v, want ErrExhausted", err)
+	}
+	if _, err := j.Recv.Open(make([]byte, Overhead)); !errors.Is(err, ErrExhausted) {
+		t.Errorf("Open: %v, want ErrExhausted", err)
 	}
 }
 
@@ -139,8 +162,8 @@ func TestKeyFile(t *testing.T) {
 		t.Errorf("directory mode %v", fi.Mode())
 	}
 	os.WriteFile(path, []byte("nonsense\n"), 0o600)
-	if _, err := LoadOrCreateKeyFile(path); err == nil {
-		t.Error("bad key file accepted")
+	if _, err := LoadOrCreateKeyFile(path); !errors.Is(err, ErrBadKey) {
+		t.Errorf("bad key file: %v, want ErrBadKey", err)
 	}
 }
 

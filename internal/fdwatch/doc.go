@@ -21,5 +21,5 @@
 // The broker watches its parked proxy polls with Add, the relay (through
 // relay/internal/idlepoll) its parked carriers with tokens.
 //
-// On other systems [New] fails with [ErrUnsupported].
+// On other systems [New] fails: callers fall back to what they do without it.
 package fdwatch

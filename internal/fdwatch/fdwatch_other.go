@@ -2,7 +2,13 @@
 
 package fdwatch
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+)
+
+// errUnsupported means this system has no watcher (not Linux).
+var errUnsupported = errors.New("fdwatch: not supported on this system")
 
 // Watcher watches sockets for readability; on this system it cannot be
 // created.
@@ -11,26 +17,26 @@ type Watcher struct{}
 // Watch is one socket registered with a Watcher.
 type Watch struct{}
 
-// New reports ErrUnsupported.
-func New() (*Watcher, error) { return nil, ErrUnsupported }
+// New reports errUnsupported.
+func New() (*Watcher, error) { return nil, errUnsupported }
 
 // Close does nothing.
 func (w *Watcher) Close() {}
 
-// Add reports ErrUnsupported.
-func (w *Watcher) Add(syscall.Conn, func()) (*Watch, error) { return nil, ErrUnsupported }
+// Add reports errUnsupported.
+func (w *Watcher) Add(syscall.Conn, func()) (*Watch, error) { return nil, errUnsupported }
 
-// Rearm reports ErrUnsupported.
-func (wt *Watch) Rearm() error { return ErrUnsupported }
+// Rearm reports errUnsupported.
+func (wt *Watch) Rearm() error { return errUnsupported }
 
 // Remove does nothing.
 func (wt *Watch) Remove() {}
 
-// ReadNow reports ErrUnsupported.
-func (wt *Watch) ReadNow([]byte) (int, error) { return 0, ErrUnsupported }
+// ReadNow reports errUnsupported.
+func (wt *Watch) ReadNow([]byte) (int, error) { return 0, errUnsupported }
 
-// NewTokens reports ErrUnsupported.
-func NewTokens(func(uint64), func()) (*Watcher, error) { return nil, ErrUnsupported }
+// NewTokens reports errUnsupported.
+func NewTokens(func(uint64), func()) (*Watcher, error) { return nil, errUnsupported }
 
-// Arm reports ErrUnsupported.
-func (w *Watcher) Arm(syscall.RawConn, uint64) error { return ErrUnsupported }
+// Arm reports errUnsupported.
+func (w *Watcher) Arm(syscall.RawConn, uint64) error { return errUnsupported }

@@ -81,10 +81,10 @@ const (
 
 // Errors of Rendezvous, besides the matcher's ErrNoProxies and ErrTimedOut.
 var (
-	// ErrInvalidConfig: Config.Instance is empty, too long or has
+	// errInvalidConfig: Config.Instance is empty, too long or has
 	// characters outside [A-Za-z0-9._-], Config.URL is empty or does not
 	// parse, Config.MaxBudget is not positive, or a check is missing.
-	ErrInvalidConfig = errors.New("invalid cluster config")
+	errInvalidConfig = errors.New("invalid cluster config")
 )
 
 // Local is the instance's own broker, as the cluster sees it.
@@ -175,21 +175,21 @@ func ValidInstance(s string) bool {
 // clients are matched locally only) and it keeps trying.
 func Start(cfg Config) (*Cluster, error) {
 	if !ValidInstance(cfg.Instance) {
-		return nil, fmt.Errorf("%w: instance name %q", ErrInvalidConfig, cfg.Instance)
+		return nil, fmt.Errorf("%w: instance name %q", errInvalidConfig, cfg.Instance)
 	}
 	if cfg.URL == "" {
-		return nil, fmt.Errorf("%w: no NATS URL", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: no NATS URL", errInvalidConfig)
 	}
 	if _, _, err := cfg.Exposure(); err != nil {
 		return nil, err
 	}
 	switch {
 	case cfg.MaxBudget <= 0:
-		return nil, fmt.Errorf("%w: budget cap %v", ErrInvalidConfig, cfg.MaxBudget)
+		return nil, fmt.Errorf("%w: budget cap %v", errInvalidConfig, cfg.MaxBudget)
 	case cfg.CheckOffer == nil || cfg.CheckAnswer == nil:
-		return nil, fmt.Errorf("%w: no offer or answer check", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: no offer or answer check", errInvalidConfig)
 	case cfg.CredsFile != "" && cfg.NKeyFile != "":
-		return nil, fmt.Errorf("%w: both a credentials file and an NKey seed file", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: both a credentials file and an NKey seed file", errInvalidConfig)
 	}
 	log := cfg.Logger
 	if log == nil {

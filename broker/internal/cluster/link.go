@@ -45,14 +45,14 @@ func (cfg Config) Exposure() (Exposure, string, error) {
 		}
 		u, err := url.Parse(s)
 		if err != nil {
-			return Open, "", fmt.Errorf("%w: NATS URL does not parse", ErrInvalidConfig)
+			return Open, "", fmt.Errorf("%w: NATS URL does not parse", errInvalidConfig)
 		}
 		switch strings.ToLower(u.Scheme) {
 		case "tls", "wss":
 			secure = true // nats.go then uses TLS with every server
 		case "nats", "ws":
 		default:
-			return Open, "", fmt.Errorf("%w: NATS URL scheme %q: want nats, tls, ws or wss", ErrInvalidConfig, u.Scheme)
+			return Open, "", fmt.Errorf("%w: NATS URL scheme %q: want nats, tls, ws or wss", errInvalidConfig, u.Scheme)
 		}
 		if u.User != nil {
 			creds = true

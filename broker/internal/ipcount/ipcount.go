@@ -51,8 +51,8 @@ const (
 	catUnknown
 )
 
-// ErrInvalidConfig reports an unusable Config.
-var ErrInvalidConfig = errors.New("invalid ip count config")
+// errInvalidConfig reports an unusable Config.
+var errInvalidConfig = errors.New("invalid ip count config")
 
 // Config says where and how often to write.
 type Config struct {
@@ -83,13 +83,13 @@ type Counter struct {
 // a Counter whose first interval starts now.
 func New(cfg Config) (*Counter, error) {
 	if cfg.Prefix == "" {
-		return nil, fmt.Errorf("%w: no file prefix", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: no file prefix", errInvalidConfig)
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultInterval
 	}
 	if cfg.Interval < time.Second {
-		return nil, fmt.Errorf("%w: interval %v is shorter than 1s", ErrInvalidConfig, cfg.Interval)
+		return nil, fmt.Errorf("%w: interval %v is shorter than 1s", errInvalidConfig, cfg.Interval)
 	}
 	if cfg.MaxAddrs <= 0 {
 		cfg.MaxAddrs = DefaultMaxAddrs
@@ -100,7 +100,7 @@ func New(cfg Config) (*Counter, error) {
 		f, err := os.OpenFile(path, os.O_TRUNC|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
 			c.closeFiles()
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+			return nil, fmt.Errorf("%w: %w", errInvalidConfig, err)
 		}
 		c.files[i] = f
 		c.sets[i] = map[uint64]struct{}{}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -97,11 +98,11 @@ func TestCounter(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	if _, err := New(Config{}); err == nil {
-		t.Error("no prefix accepted")
+	if _, err := New(Config{}); !errors.Is(err, errInvalidConfig) {
+		t.Errorf("no prefix: %v", err)
 	}
-	if _, err := New(Config{Prefix: filepath.Join(t.TempDir(), "x"), Interval: 1}); err == nil {
-		t.Error("1ns interval accepted")
+	if _, err := New(Config{Prefix: filepath.Join(t.TempDir(), "x"), Interval: 1}); !errors.Is(err, errInvalidConfig) {
+		t.Errorf("1ns interval: %v", err)
 	}
 	if _, err := New(Config{Prefix: filepath.Join(t.TempDir(), "missing", "x")}); err == nil {
 		t.Error("missing directory accepted")

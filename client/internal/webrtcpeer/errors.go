@@ -22,6 +22,6 @@ var (
 	ErrBadAnswer = errors.New("invalid answer")
 	// ErrICEServer: an ICE server URL that is not stun:host[:port].
 	ErrICEServer = errors.New("invalid ICE server")
-	// ErrLoopbackWithICE: LoopbackOnly and ICE servers both set.
-	ErrLoopbackWithICE = errors.New("loopback-only peers take no ICE servers")
+	// errLoopbackWithICE: LoopbackOnly and ICE servers both set.
+	errLoopbackWithICE = errors.New("loopback-only peers take no ICE servers")
 )

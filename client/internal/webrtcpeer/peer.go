@@ -120,7 +120,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		cfg.DeadPeerTimeout = DefaultDeadPeerTimeout
 	}
 	if cfg.LoopbackOnly && len(cfg.ICEServers) > 0 {
-		return nil, ErrLoopbackWithICE
+		return nil, errLoopbackWithICE
 	}
 	logger := cfg.Logger
 	if logger == nil {
