@@ -18,10 +18,10 @@ import (
 
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
-	"github.com/flurrypt/flurry/common/websocketconn"
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/socks5test"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/wsconn"
 )
 
 func skipWithoutTor(t *testing.T) {
@@ -415,7 +415,7 @@ func openRelayStream(tb testing.TB, ctx context.Context, relayURL string) (net.C
 	if err != nil {
 		tb.Fatalf("WebSocket to the relay: %v", err)
 	}
-	conn := websocketconn.New(ws)
+	conn := wsconn.New(ws)
 	id := turbotunnel.NewClientID()
 	if _, err := conn.Write(append(turbotunnel.Token[:], id[:]...)); err != nil {
 		tb.Fatal(err)

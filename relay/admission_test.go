@@ -24,8 +24,8 @@ import (
 
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
-	"github.com/flurrypt/flurry/common/websocketconn"
 	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/wsconn"
 )
 
 // capturePacketConn records what a KCP client sends; it receives nothing.
@@ -192,7 +192,7 @@ func trySendFirst(wsURL, local string, id turbotunnel.ClientID, pkt []byte) (net
 	if err != nil {
 		return nil, err
 	}
-	conn := websocketconn.New(ws)
+	conn := wsconn.New(ws)
 	msg := append(append([]byte(nil), turbotunnel.Token[:]...), id[:]...)
 	var b bytes.Buffer
 	encapsulation.WriteData(&b, pkt)
@@ -413,7 +413,7 @@ func TestCarrierIdleTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := websocketconn.New(ws)
+	conn := wsconn.New(ws)
 	id := turbotunnel.NewClientID()
 	if _, err := conn.Write(append(append([]byte(nil), turbotunnel.Token[:]...), id[:]...)); err != nil {
 		t.Fatal(err)

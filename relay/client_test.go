@@ -18,8 +18,8 @@ import (
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/common/turbotunnel"
-	"github.com/flurrypt/flurry/common/websocketconn"
 	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/wsconn"
 )
 
 // This file is a test client speaking Snowflake's client wire format
@@ -75,7 +75,7 @@ func (p *testPacketConn) dialCarrier(tb testing.TB, wsURL string) *testCarrier {
 	if err != nil {
 		tb.Fatalf("dial carrier: %v", err)
 	}
-	c := &testCarrier{conn: websocketconn.New(ws), raw: ws.UnderlyingConn(), done: make(chan struct{})}
+	c := &testCarrier{conn: wsconn.New(ws), raw: ws.UnderlyingConn(), done: make(chan struct{})}
 	if p.seal != nil {
 		p.joinSealed(tb, c)
 	} else {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
-	"github.com/flurrypt/flurry/common/websocketconn"
+	"github.com/flurrypt/flurry/internal/testkit/wsconn"
 )
 
 // openIdleCarrier opens a carrier that sends the token and a ClientID, and
@@ -28,7 +28,7 @@ func openIdleCarrier(t *testing.T, wsURL string) (*websocket.Conn, net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := websocketconn.New(ws)
+	conn := wsconn.New(ws)
 	id := turbotunnel.NewClientID()
 	if _, err := conn.Write(append(append([]byte(nil), turbotunnel.Token[:]...), id[:]...)); err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestTLSCarrierParks(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	conn := websocketconn.New(ws)
+	conn := wsconn.New(ws)
 	defer conn.Close()
 	id := turbotunnel.NewClientID()
 	if _, err := conn.Write(append(append([]byte(nil), turbotunnel.Token[:]...), id[:]...)); err != nil {

@@ -16,8 +16,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/flurrypt/flurry/common/turbotunnel"
-	"github.com/flurrypt/flurry/common/websocketconn"
 	"github.com/flurrypt/flurry/internal/testkit/chaintest/leak"
+	"github.com/flurrypt/flurry/internal/testkit/wsconn"
 )
 
 func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
@@ -167,7 +167,7 @@ func waitClosed(t *testing.T, wsURL string, send []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := websocketconn.New(ws)
+	conn := wsconn.New(ws)
 	defer conn.Close()
 	if len(send) > 0 {
 		if _, err := conn.Write(send); err != nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/tunnelseal"
 	"github.com/flurrypt/flurry/common/turbotunnel"
-	"github.com/flurrypt/flurry/common/websocketconn"
 	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
+	"github.com/flurrypt/flurry/internal/testkit/wsconn"
 )
 
 // Tests of sealed carriers (seal.go) and of the two attacks of a proxy
@@ -129,7 +129,7 @@ func attackerCarrier(t *testing.T, u string, first []byte, got *atomic.Int64) ne
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := websocketconn.New(ws)
+	conn := wsconn.New(ws)
 	t.Cleanup(func() { conn.Close() })
 	if _, err := conn.Write(first); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,6 @@
-// Package websocketconn turns a gorilla *websocket.Conn into a net.Conn.
+// Package wsconn turns a gorilla *websocket.Conn into a net.Conn: the
+// tests' proxies speak to the relay through it. (The relay used it until
+// its own WebSocket server; no production code does now.)
 //
 // Unlike Snowflake's adaptor, it uses no io.Pipe and starts no goroutine:
 // Read pulls bytes straight from the current WebSocket message reader
@@ -23,4 +25,4 @@
 // Gorilla makes read errors permanent: after a read deadline expires the
 // connection cannot be read again (the timeout error is returned by every
 // later Read). Write deadlines behave the same way for writes.
-package websocketconn
+package wsconn

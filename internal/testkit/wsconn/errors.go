@@ -1,4 +1,4 @@
-package websocketconn
+package wsconn
 
 import (
 	"fmt"
@@ -9,4 +9,4 @@ import (
 // errClosed is returned by Read and Write after Close. It matches both
 // net.ErrClosed (the net package's convention) and io.ErrClosedPipe (what
 // Snowflake's adaptor returned).
-var errClosed = fmt.Errorf("websocketconn: %w (%w)", net.ErrClosed, io.ErrClosedPipe)
+var errClosed = fmt.Errorf("wsconn: %w (%w)", net.ErrClosed, io.ErrClosedPipe)

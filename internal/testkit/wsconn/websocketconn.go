@@ -1,4 +1,4 @@
-package websocketconn
+package wsconn
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package websocketconn
+package wsconn
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 
 // Benchmarks. Run with
 //
-//	go test -run '^$' -bench . -benchmem ./common/websocketconn
+//	go test -run '^$' -bench . -benchmem ./internal/testkit/wsconn
 //
 // The figures and the buffer sizes chosen from them are recorded in
 // docs/performance.md (section "Relay").
