@@ -3,6 +3,8 @@ package demo_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -101,10 +103,7 @@ func TestBrokersLoadBrokerKilled(t *testing.T) {
 	// answers, posted through HAProxy, mostly reach another instance.
 	var crossed, forwarded float64
 	for _, i := range []int{0, 2} {
-		text, err := scr.Get(ctx, metrics(i))
-		if err != nil {
-			t.Fatal(err)
-		}
+		text := getBody(ctx, t, metrics(i))
 		v, _ := demo.SumMetric(text, fmt.Sprintf(`flurry_broker_cluster_requests_total{instance="broker%d",result="matched"}`, i+1))
 		crossed += v
 		v, _ = demo.SumMetric(text, fmt.Sprintf(`flurry_broker_cluster_answers_forwarded_total{instance="broker%d",result="delivered"}`, i+1))
@@ -139,4 +138,23 @@ func TestBrokersLoadBrokerKilled(t *testing.T) {
 			g, _ = scr.Metric(ctx, metrics(i), "go_goroutines")
 		}
 	}
+}
+
+// getBody fetches url (status 200) and returns its body.
+func getBody(ctx context.Context, t *testing.T, url string) []byte {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+	}
+	return b
 }

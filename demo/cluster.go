@@ -320,7 +320,7 @@ func (c *Cluster) startBrokers(ctx context.Context, addr string, args []string) 
 	}
 	c.log.Info("haproxy ready", "addr", addr, "pid", c.HAProxy.PID())
 	// Each broker takes requests once HAProxy's health checks pass.
-	return poll(ctx, 30*time.Second, HTTPReady(c.BrokerURL+"healthz", 200))
+	return Poll(ctx, 30*time.Second, HTTPReady(c.BrokerURL+"healthz", 200))
 }
 
 func (c *Cluster) logPath(name string) string {
@@ -399,11 +399,6 @@ func (c *Cluster) ServingProxies(ctx context.Context) []*Proxy {
 		}
 	}
 	return out
-}
-
-// RelayMetric returns the sum of a relay metric's series.
-func (c *Cluster) RelayMetric(ctx context.Context, name string) (float64, error) {
-	return c.http.Metric(ctx, c.RelayMetricsURL, name)
 }
 
 // Processes returns every process of the cluster, client first and relay

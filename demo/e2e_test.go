@@ -184,7 +184,7 @@ func TestDownload(t *testing.T) {
 	if rv, ok := demo.RendezvousTime(c.Client.LogPath()); ok {
 		t.Logf("rendezvous took %v", rv)
 	}
-	if n, err := c.RelayMetric(ctx, "flurry_relay_stream_bytes_total"); err != nil || n < demo.DefaultFileSize {
+	if n, err := demo.NewHTTPScraper().Metric(ctx, c.RelayMetricsURL, "flurry_relay_stream_bytes_total"); err != nil || n < demo.DefaultFileSize {
 		t.Errorf("relay stream bytes = %v (%v), want at least %d", n, err, demo.DefaultFileSize)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/testkit/tortest"
 )
 
 func TestSumMetric(t *testing.T) {
@@ -75,7 +76,7 @@ Nov 29 19:47:44.000 [notice] Something else
 	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if pct, tag := demo.TorBootstrap(path); pct != 15 || tag != "handshake_done" {
+	if pct, tag := tortest.TorBootstrap(path); pct != 15 || tag != "handshake_done" {
 		t.Errorf("TorBootstrap = %d %q, want 15 handshake_done", pct, tag)
 	}
 }

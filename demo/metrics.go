@@ -35,11 +35,6 @@ func (s *HTTPScraper) Metric(ctx context.Context, url, name string) (float64, er
 	return v, nil
 }
 
-// Get fetches url (status 200) and returns the body.
-func (s *HTTPScraper) Get(ctx context.Context, url string) ([]byte, error) {
-	return httpGet(ctx, s.client, url, http.StatusOK)
-}
-
 // Close releases idle connections.
 func (s *HTTPScraper) Close() {
 	s.client.CloseIdleConnections()

@@ -15,6 +15,7 @@ import (
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/stuntest"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/tortest"
 )
 
 // netns is a network namespace joined to this one by a veth pair: this
@@ -119,7 +120,7 @@ func TestTorUserAddrFromNamespace(t *testing.T) {
 	defer cancel()
 	chain := startTorChain(t, ctx, torChainOptions{netns: ns})
 	chain.waitBootstrap(t, ctx, 15)
-	userAddr := demo.GrepFile(chain.bridge.DebugLog, "USERADDR")
+	userAddr := tortest.GrepFile(chain.bridge.DebugLog, "USERADDR")
 	if !containsAny(userAddr, ns.nsAddr) {
 		t.Errorf("the bridge's tor did not receive USERADDR %s (debug log lines with USERADDR: %q)", ns.nsAddr, userAddr)
 	} else {

@@ -112,3 +112,27 @@ func httpGet(ctx context.Context, client *http.Client, url string, want int) ([]
 	}
 	return body, nil
 }
+
+// Poll calls probe with a growing interval until it succeeds or timeout
+// passes.
+func Poll(ctx context.Context, timeout time.Duration, probe func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	interval := 50 * time.Millisecond
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		err := probe(pctx)
+		pcancel()
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: %w (last: %v)", ErrNotReady, ctx.Err(), err)
+		case <-t.C:
+		}
+		interval = min(interval*2, time.Second)
+	}
+}

@@ -21,14 +21,15 @@ import (
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/socks5test"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
+	"github.com/flurrypt/flurry/internal/testkit/tortest"
 	"github.com/flurrypt/flurry/internal/testkit/wsconn"
 )
 
 func skipWithoutTor(t *testing.T) {
 	t.Helper()
 	skipShort(t)
-	if _, err := os.Stat(demo.DefaultTorPath); err != nil {
-		testenv.Missing(t, "tor is not installed (%s: %v); install Debian's tor package to run this test", demo.DefaultTorPath, err)
+	if _, err := os.Stat(tortest.DefaultTorPath); err != nil {
+		testenv.Missing(t, "tor is not installed (%s: %v); install Debian's tor package to run this test", tortest.DefaultTorPath, err)
 	}
 	// Build before the test's clock starts: on a busy machine building
 	// takes minutes, which the tests' deadlines do not allow for.
@@ -38,8 +39,8 @@ func skipWithoutTor(t *testing.T) {
 // torChain is a tor bridge running flurry-relay, a Flurry broker and proxy,
 // and a tor client running flurry-client, all on loopback.
 type torChain struct {
-	bridge    *demo.TorBridge
-	client    *demo.TorClient
+	bridge    *tortest.TorBridge
+	client    *tortest.TorClient
 	clientTor *demo.Process
 }
 
@@ -72,18 +73,18 @@ func startTorChain(t *testing.T, ctx context.Context, opts torChainOptions) *tor
 	network := opts.network
 	bins := binaries(t)
 	dir := t.TempDir()
-	var bridge *demo.TorBridge
+	var bridge *tortest.TorBridge
 	relayURL, fp := "", ""
 	if opts.external != nil {
 		relayURL, fp = opts.external.relayURL, opts.external.fingerprint
 	} else {
 		var err error
-		bridge, err = demo.WriteTorBridge(dir, bins.Relay, network...)
+		bridge, err = tortest.WriteTorBridge(dir, bins.Relay, network...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		bridgeTor, err := demo.StartProcess(ctx, demo.ProcessConfig{
-			Name: "bridge-tor", Path: demo.DefaultTorPath, LogPath: dir + "/bridge-tor.log",
+			Name: "bridge-tor", Path: tortest.DefaultTorPath, LogPath: dir + "/bridge-tor.log",
 			Args:  []string{"-f", bridge.Torrc, "--defaults-torrc", os.DevNull},
 			Ready: bridge.Ready(), ReadyTimeout: 60 * time.Second,
 		})
@@ -112,7 +113,7 @@ func startTorChain(t *testing.T, ctx context.Context, opts torChainOptions) *tor
 	}
 	c := startCluster(t, cfg)
 
-	client, err := demo.WriteTorClient(dir, bins.Client, c.BrokerURL, fp, ptArgs, network...)
+	client, err := tortest.WriteTorClient(dir, bins.Client, c.BrokerURL, fp, ptArgs, network...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +133,14 @@ func startTorChain(t *testing.T, ctx context.Context, opts torChainOptions) *tor
 	}
 	t.Logf("client torrc: %s %q", client.BridgeLine, clientTorrc)
 	pc := demo.ProcessConfig{
-		Name: "client-tor", Path: demo.DefaultTorPath, LogPath: dir + "/client-tor.log",
+		Name: "client-tor", Path: tortest.DefaultTorPath, LogPath: dir + "/client-tor.log",
 		Args:  []string{"-f", client.Torrc, "--defaults-torrc", os.DevNull},
 		Ready: demo.TCPReady(client.SOCKSAddr),
 	}
 	if opts.netns != nil {
 		// Its SOCKS port is on the namespace's loopback: bootstrap
 		// progress (waitBootstrap) is the readiness signal.
-		pc.Path, pc.Args, pc.Ready = opts.netns.ip, append([]string{"netns", "exec", opts.netns.name, demo.DefaultTorPath}, pc.Args...), nil
+		pc.Path, pc.Args, pc.Ready = opts.netns.ip, append([]string{"netns", "exec", opts.netns.name, tortest.DefaultTorPath}, pc.Args...), nil
 	}
 	clientTor, err := demo.StartProcess(ctx, pc)
 	if err != nil {
@@ -167,7 +168,7 @@ func (tc *torChain) waitBootstrap(t *testing.T, ctx context.Context, pct int) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		got, tag := demo.TorBootstrap(tc.client.NoticeLog)
+		got, tag := tortest.TorBootstrap(tc.client.NoticeLog)
 		if got >= pct {
 			t.Logf("client tor bootstrapped %d%% (%s)", got, tag)
 			return
@@ -202,10 +203,10 @@ func TestTorThroughFlurry(t *testing.T) {
 	// authenticated with tor's cookie and finished the ExtORPort
 	// handshake (tor logs these steps at debug level; it does not log the
 	// TRANSPORT command itself).
-	if auth := demo.GrepFile(bridge.DebugLog, "Got client's hash and it was legit"); len(auth) == 0 {
+	if auth := tortest.GrepFile(bridge.DebugLog, "Got client's hash and it was legit"); len(auth) == 0 {
 		t.Error("the bridge's tor logged no authenticated ExtORPort connection")
 	}
-	if done := demo.GrepFile(bridge.DebugLog, "connection_ext_or_process_inbuf(): Received DONE"); len(done) == 0 {
+	if done := tortest.GrepFile(bridge.DebugLog, "connection_ext_or_process_inbuf(): Received DONE"); len(done) == 0 {
 		t.Error("the bridge's tor logged no completed ExtORPort handshake")
 	} else {
 		t.Logf("bridge tor: %s", done[0])
@@ -229,7 +230,7 @@ func TestTorThroughFlurry(t *testing.T) {
 		t.Fatalf("TLS handshake with the bridge's tor through the relay: %v", err)
 	}
 	tlsConn.Close()
-	userAddr := demo.GrepFile(bridge.DebugLog, "USERADDR")
+	userAddr := tortest.GrepFile(bridge.DebugLog, "USERADDR")
 	if !containsAny(userAddr, "192.0.2.7") {
 		t.Errorf("the bridge's tor did not receive USERADDR 192.0.2.7 (debug log lines with USERADDR: %q)", userAddr)
 	} else {
@@ -290,14 +291,14 @@ func TestTorNetworkThroughFlurry(t *testing.T) {
 func skipWithoutTorNetwork(t *testing.T) {
 	t.Helper()
 	skipWithoutTor(t)
-	if _, err := os.Stat(demo.DefaultTorGencertPath); err != nil {
-		testenv.Missing(t, "tor-gencert is not installed (%s: %v)", demo.DefaultTorGencertPath, err)
+	if _, err := os.Stat(tortest.DefaultTorGencertPath); err != nil {
+		testenv.Missing(t, "tor-gencert is not installed (%s: %v)", tortest.DefaultTorGencertPath, err)
 	}
 }
 
 // startTorNetwork starts a loopback web target serving size bytes and a
 // private Tor network whose exits reach it. Both stop when the test ends.
-func startTorNetwork(t *testing.T, ctx context.Context, size int64) (*demo.Target, *demo.TorNetwork) {
+func startTorNetwork(t *testing.T, ctx context.Context, size int64) (*demo.Target, *tortest.TorNetwork) {
 	t.Helper()
 	target, err := demo.StartTarget(size)
 	if err != nil {
@@ -309,7 +310,7 @@ func startTorNetwork(t *testing.T, ctx context.Context, size int64) (*demo.Targe
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	network, err := demo.StartTorNetwork(ctx, demo.TorNetworkConfig{Dir: t.TempDir(), ExitPorts: []int{port}})
+	network, err := tortest.StartTorNetwork(ctx, tortest.TorNetworkConfig{Dir: t.TempDir(), ExitPorts: []int{port}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/testkit/tortest"
 )
 
 // TestTorBackendsThroughFlurry: one standalone flurry-relay in front of two
@@ -26,14 +27,14 @@ func TestTorBackendsThroughFlurry(t *testing.T) {
 	target, network := startTorNetwork(t, ctx, 1<<20)
 
 	dir := t.TempDir()
-	backends, err := demo.WriteTorBackends(ctx, dir, demo.DefaultTorPath, 2, network.Lines...)
+	backends, err := tortest.WriteTorBackends(ctx, dir, tortest.DefaultTorPath, 2, network.Lines...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tors := map[string]*demo.Process{}
 	for _, b := range backends {
 		p, err := demo.StartProcess(ctx, demo.ProcessConfig{
-			Name: "tor-" + b.Name, Path: demo.DefaultTorPath, LogPath: filepath.Join(dir, b.Name+"-tor.log"),
+			Name: "tor-" + b.Name, Path: tortest.DefaultTorPath, LogPath: filepath.Join(dir, b.Name+"-tor.log"),
 			Args: b.Args, Ready: b.Ready(), ReadyTimeout: 60 * time.Second,
 		})
 		if err != nil {
@@ -155,7 +156,7 @@ func TestTorBackendsThroughFlurry(t *testing.T) {
 	if up := metric("backend_up", survivor); up != 1 {
 		t.Errorf("flurry_relay_backend_up{backend=%q} = %v, want 1", survivor, up)
 	}
-	if lines := demo.GrepFile(relayLog, "backend down"); !containsAny(lines, victim) {
+	if lines := tortest.GrepFile(relayLog, "backend down"); !containsAny(lines, victim) {
 		t.Errorf("the relay did not log %s going down (lines: %q)", victim, lines)
 	}
 }

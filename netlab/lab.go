@@ -345,20 +345,6 @@ func (l *Lab) SetCensor(p censor.Program) {
 	l.judgeMu.Unlock()
 }
 
-// SetPath changes the profiles of both directions. Packets already queued
-// keep their departure times.
-func (l *Lab) SetPath(up, down Profile) error {
-	if err := up.validate(); err != nil {
-		return fmt.Errorf("up: %w", err)
-	}
-	if err := down.validate(); err != nil {
-		return fmt.Errorf("down: %w", err)
-	}
-	l.paths[censor.Outbound].setProfile(up)
-	l.paths[censor.Inbound].setProfile(down)
-	return nil
-}
-
 // Stats are the box's counters, per direction.
 type Stats struct {
 	// Up counts packets from the client side to the outside (Outbound),

@@ -221,13 +221,10 @@ func TestLabUDPBothWays(t *testing.T) {
 func TestLabRateLimit(t *testing.T) {
 	const rate = 4_000_000 // bits per second
 	p := Profile{Rate: rate}
-	lab := newLab(t, Config{Name: labName("r")})
-	if err := lab.SetPath(Profile{Loss: 2}, p); !errors.Is(err, ErrInvalidProfile) {
-		t.Fatalf("SetPath with 200%% loss: %v, want ErrInvalidProfile", err)
+	if _, err := New(context.Background(), Config{Name: labName("v"), Up: Profile{Loss: 2}, Down: p}); !errors.Is(err, ErrInvalidProfile) {
+		t.Fatalf("a lab with 200%% loss: %v, want ErrInvalidProfile", err)
 	}
-	if err := lab.SetPath(p, p); err != nil {
-		t.Fatal(err)
-	}
+	lab := newLab(t, Config{Name: labName("r"), Up: p, Down: p})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const size = 1 << 20

@@ -119,13 +119,6 @@ func newPath(out packetWriter, pool *packetPool, stats *counters, prof Profile, 
 	}
 }
 
-// setProfile changes the profile; queued packets keep their departure.
-func (p *path) setProfile(prof Profile) {
-	p.mu.Lock()
-	p.prof = prof
-	p.mu.Unlock()
-}
-
 // submit takes ownership of pk, which arrived at now, and queues,
 // forwards or drops it.
 func (p *path) submit(now time.Time, pk *packet) {

@@ -204,30 +204,6 @@ func TestPathMaxQueued(t *testing.T) {
 	})
 }
 
-func TestPathProfileChange(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var rec recorder
-		p, _, pool := testPath(t, &rec, Profile{Delay: 10 * time.Millisecond}, 1)
-		send(p, pool, 0, 60)
-		p.setProfile(Profile{})
-		// A perfect path must not overtake the packet still queued.
-		send(p, pool, 1, 60)
-		synctest.Wait()
-		time.Sleep(20 * time.Millisecond)
-		synctest.Wait()
-		send(p, pool, 2, 60)
-		synctest.Wait()
-		if len(rec.pkts) != 3 {
-			t.Fatalf("%d packets out, want 3", len(rec.pkts))
-		}
-		for i, pkt := range rec.pkts {
-			if seqOf(pkt) != uint32(i) {
-				t.Errorf("packet %d left as number %d", seqOf(pkt), i)
-			}
-		}
-	})
-}
-
 // FuzzPath sends arbitrary packets through a shaped path and checks that
 // each one either arrives unchanged, in order, or is counted as dropped.
 func FuzzPath(f *testing.F) {

@@ -86,15 +86,10 @@ func (d *downstream) finish(err error) {
 	signal(d.ready)
 }
 
-// take waits for pending bytes and returns them, leaving out (emptied) in
-// their place; once the reader has stopped and nothing is pending, it
-// returns the reader's error.
-func (d *downstream) take(out []byte, s *session) ([]byte, error) {
-	return d.takeUpTo(out, len(out), s)
-}
-
-// takeUpTo is take returning at most limit bytes (at least one); the rest
-// stays pending. out must hold cap(pending) bytes.
+// takeUpTo waits for pending bytes and returns at most limit of them (at
+// least one), leaving out (emptied) in their place; the rest stays
+// pending. out must hold cap(pending) bytes. Once the reader has stopped
+// and nothing is pending, it returns the reader's error.
 func (d *downstream) takeUpTo(out []byte, limit int, s *session) ([]byte, error) {
 	limit = max(limit, 1)
 	for {

@@ -89,3 +89,8 @@ func TestDownstreamFull(t *testing.T) {
 }
 
 var errInactiveForTest = errors.New("stopped by the test")
+
+// take is takeUpTo with no limit but out's length.
+func (d *downstream) take(out []byte, s *session) ([]byte, error) {
+	return d.takeUpTo(out, len(out), s)
+}

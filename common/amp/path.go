@@ -30,11 +30,6 @@ func EncodePath(data []byte) string {
 	return string(out)
 }
 
-// EncodedPathLen returns the length of EncodePath(data) for len(data) = n.
-func EncodedPathLen(n int) int {
-	return 2 + base64.RawURLEncoding.EncodedLen(cacheBusterBytes) + base64.RawURLEncoding.EncodedLen(n)
-}
-
 // DecodePath decodes a path made by EncodePath. path must start at the format
 // indicator (any routing prefix such as "/amp/client/" removed); everything
 // between the indicator and the last '/' is ignored.

@@ -49,8 +49,9 @@
 // # Differences from Snowflake
 //
 // The wire format is identical. The Go API differs where Snowflake panics:
-// [WritePadding] with a negative length returns [ErrNegativeLength] and
-// [MaxDataForSize] of a non-positive size returns 0. WritePadding's 3-byte
+// [WritePadding] with a negative length returns [ErrNegativeLength].
+// Snowflake's MaxDataForSize has no counterpart: nothing here sizes
+// messages by it. WritePadding's 3-byte
 // prefix masks its middle byte correctly (Snowflake masks it with 0x3f, a
 // bug hidden by its 1024-byte chunk limit, which this package keeps too).
 //

@@ -283,24 +283,3 @@ func WritePadding(w io.Writer, n int) (int, error) {
 	}
 	return total, nil
 }
-
-// MaxDataForSize returns the length of the longest data slice whose chunk
-// (prefix included) WriteData encodes in at most n bytes, as Snowflake
-// computes it: n minus the length of the prefix that would announce n bytes,
-// and MaxLength-3 for every n above MaxLength. The result is slightly
-// conservative at the prefix-size thresholds (MaxDataForSize(64) is 62,
-// though a 63-byte chunk takes exactly 64 bytes) but never too large.
-//
-// A size of 0 or less fits no chunk at all (even an empty data chunk takes
-// one byte); MaxDataForSize returns 0 for it instead of panicking as
-// Snowflake does, so check n >= 1 when that matters.
-func MaxDataForSize(n int) int {
-	if n <= 0 {
-		return 0
-	}
-	k := prefixLength(n)
-	if k == 0 {
-		return MaxLength - MaxPrefixLength
-	}
-	return n - k
-}

@@ -412,43 +412,6 @@ func TestNegativeLength(t *testing.T) {
 	}
 }
 
-// TestMaxDataForSizeZero: Snowflake panics; we return the documented 0.
-func TestMaxDataForSizeZero(t *testing.T) {
-	for _, n := range []int{0, -1, -1 << 62} {
-		if got := MaxDataForSize(n); got != 0 {
-			t.Errorf("MaxDataForSize(%d) = %d, want 0", n, got)
-		}
-	}
-}
-
-func TestMaxDataForSize(t *testing.T) {
-	tests := []struct{ size, want int }{
-		{0x01, 0x00},
-		{0x02, 0x01},
-		{0x3f, 0x3e},
-		{0x40, 0x3e},
-		{0x41, 0x3f},
-		{0x1fff, 0x1ffd},
-		{0x2000, 0x1ffd},
-		{0x2001, 0x1ffe},
-		{0xfffff, 0xffffc},
-		{0x100000, 0xffffc},
-		{0x100001, 0xffffc},
-		{0x7fffffff, 0xffffc},
-		{1<<62 + 1, 0xffffc},
-	}
-	for _, tt := range tests {
-		got := MaxDataForSize(tt.size)
-		if got != tt.want {
-			t.Errorf("MaxDataForSize(%#x) = %#x, want %#x", tt.size, got, tt.want)
-		}
-		// The promise: a chunk of that much data fits in size bytes.
-		if k := prefixLength(got); got+k > tt.size {
-			t.Errorf("MaxDataForSize(%#x) = %#x takes %d bytes", tt.size, got, got+k)
-		}
-	}
-}
-
 func TestReadDataTruncate(t *testing.T) {
 	var enc bytes.Buffer
 	mustWriteData(t, &enc, []byte("12345678"))

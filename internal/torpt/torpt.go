@@ -187,9 +187,6 @@ func ServerFailed(msg string) {
 	pt.SmethodsDone()
 }
 
-// LogNotice and LogError send a message to tor's log (a LOG line), with IP
-// addresses removed.
+// LogNotice sends a message to tor's log (a LOG line at severity notice),
+// with IP addresses removed.
 func LogNotice(msg string) { pt.Log(pt.LogSeverityNotice, safelog.Scrub(msg)) }
-
-// LogError is LogNotice at severity error.
-func LogError(msg string) { pt.Log(pt.LogSeverityError, safelog.Scrub(msg)) }

@@ -165,10 +165,9 @@ func TestServer(t *testing.T) {
 func TestLogAndErrors(t *testing.T) {
 	out := toTor(t)
 	LogNotice("proxy 192.0.2.1:443 connected")
-	LogError("broker unreachable")
 	ClientFailed(errors.New("bad -ice 192.0.2.9"))
 	ServerFailed("TLS setup failed")
-	want := "LOG SEVERITY=notice MESSAGE=\"proxy [scrubbed] connected\"\nLOG SEVERITY=error MESSAGE=\"broker unreachable\"\n" +
+	want := "LOG SEVERITY=notice MESSAGE=\"proxy [scrubbed] connected\"\n" +
 		"CMETHOD-ERROR snowflake bad -ice [scrubbed]\nCMETHODS DONE\nSMETHOD-ERROR snowflake TLS setup failed\nSMETHODS DONE\n"
 	if out.String() != want {
 		t.Errorf("to tor:\n%s\nwant\n%s", out, want)

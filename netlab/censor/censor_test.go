@@ -498,3 +498,6 @@ func BenchmarkJudge(b *testing.B) {
 		})
 	}
 }
+
+// len returns the number of flows held.
+func (t *flowTable[T]) len() int { return len(t.m) }

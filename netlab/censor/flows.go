@@ -66,9 +66,6 @@ func (t *flowTable[T]) put(now time.Time, k flowKey) *T {
 	return &e.val
 }
 
-// len returns the number of flows held.
-func (t *flowTable[T]) len() int { return len(t.m) }
-
 func (t *flowTable[T]) remove(e *flowEntry[T]) {
 	delete(t.m, e.key)
 	t.unlink(e)

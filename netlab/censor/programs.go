@@ -267,7 +267,7 @@ func matches2022(pl []byte) bool {
 // Options.AllowJA4 opens its flow; any other DTLS hello closes it, and a
 // DTLS record on a flow no allowed hello opened is dropped. UDP that is not
 // DTLS (STUN, TURN, RTP) passes. The lab fills the list with the JA4s of
-// the browsers it runs (JA4OfDatagram on captured hellos).
+// the browsers it runs (the tests' JA4OfDatagram on captured hellos).
 type dtlsAllowlist struct {
 	d     decoder
 	allow map[string]bool

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html/template"
-	"io"
 	"net/http"
 	"runtime/debug"
 	"time"
@@ -129,15 +128,6 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	_, _ = w.Write(buf.Bytes()) // a failed write means the client went away
-}
-
-// Render writes the page for s to w.
-func Render(w io.Writer, s Snapshot) error {
-	tmpl, err := parseTemplate()
-	if err != nil {
-		return err
-	}
-	return tmpl.Execute(w, newView(s))
 }
 
 // ContentSecurityPolicy returns the policy the page is served with: nothing

@@ -168,8 +168,11 @@ func TestPage(t *testing.T) {
 
 func TestRenderNoBridges(t *testing.T) {
 	var b strings.Builder
-	s := Snapshot{Refresh: time.Minute}
-	if err := Render(&b, s); err != nil {
+	tmpl, err := parseTemplate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tmpl.Execute(&b, newView(Snapshot{Refresh: time.Minute})); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), `<p id="bridges">No bridges configured.</p>`) {

@@ -157,8 +157,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "flurry-netlab:", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "tcp reference: %.2f MB/s, %d bytes in %s, first byte after %s\n",
-			res.MBps(), res.Bytes, res.Elapsed.Round(time.Millisecond), res.TimeToFirstByte.Round(time.Microsecond))
+		fmt.Fprintln(stdout, "tcp reference:", res)
 		fmt.Fprintln(stdout, res.Stats)
 		return 0
 	}

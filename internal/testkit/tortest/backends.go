@@ -1,4 +1,4 @@
-package demo
+package tortest
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/flurrypt/flurry/demo"
 )
 
 // TorBackend is one tor instance of a multi-instance bridge: it has no
@@ -38,7 +40,7 @@ func (b *TorBackend) Fingerprint() (string, error) { return readFingerprint(b.fi
 // Ready is a readiness probe: the fingerprint and the cookie are written
 // and the ExtORPort accepts connections.
 func (b *TorBackend) Ready() func(context.Context) error {
-	tcp := TCPReady(b.ExtORAddr)
+	tcp := demo.TCPReady(b.ExtORAddr)
 	return func(ctx context.Context) error {
 		if _, err := b.Fingerprint(); err != nil {
 			return err
@@ -55,7 +57,7 @@ func (b *TorBackend) Ready() func(context.Context) error {
 // identity keys of the first (generated here with tor --list-fingerprint).
 // network as for WriteTorBridge.
 func WriteTorBackends(ctx context.Context, dir, torPath string, n int, network ...string) ([]*TorBackend, error) {
-	addrs, err := FreeAddrs(n)
+	addrs, err := demo.FreeAddrs(n)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,11 @@
-package demo
+package tortest
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flurrypt/flurry/demo"
 )
 
 // DefaultTorGencertPath is Debian's tor-gencert (package tor).
@@ -45,7 +48,7 @@ type TorNetwork struct {
 	// ConsensusURL is the authority's consensus.
 	ConsensusURL string
 
-	procs     []*Process
+	procs     []*demo.Process
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -65,7 +68,7 @@ var votingLines = []string{
 // lists all of them with the Exit flag.
 func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, error) {
 	if cfg.Dir == "" {
-		return nil, fmt.Errorf("%w: TorNetworkConfig.Dir is required", ErrInvalidConfig)
+		return nil, errors.New("TorNetworkConfig.Dir is required")
 	}
 	if cfg.Tor == "" {
 		cfg.Tor = DefaultTorPath
@@ -76,7 +79,7 @@ func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, er
 	if cfg.Relays == 0 {
 		cfg.Relays = 3
 	}
-	addrs, err := FreeAddrs(2 + cfg.Relays)
+	addrs, err := demo.FreeAddrs(2 + cfg.Relays)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +127,7 @@ func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, er
 	n := &TorNetwork{
 		Lines: []string{
 			"TestingTorNetwork 1",
-			fmt.Sprintf("DirAuthority auth orport=%s no-v2 v3ident=%s %s %s", Port(authOR), v3ident, authDir, authFP),
+			fmt.Sprintf("DirAuthority auth orport=%s no-v2 v3ident=%s %s %s", demo.Port(authOR), v3ident, authDir, authFP),
 			"EnforceDistinctSubnets 0", // every node is on 127.0.0.1
 		},
 		ConsensusURL: "http://" + authDir + "/tor/status-vote/current/consensus",
@@ -169,7 +172,7 @@ func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, er
 		if err := os.WriteFile(torrc, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 			return err
 		}
-		p, err := StartProcess(ctx, ProcessConfig{
+		p, err := demo.StartProcess(ctx, demo.ProcessConfig{
 			Name: "tor-" + name, Path: cfg.Tor, LogPath: filepath.Join(cfg.Dir, name+".log"),
 			Args:  []string{"-f", torrc, "--defaults-torrc", os.DevNull},
 			Ready: ready,
@@ -189,7 +192,7 @@ func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, er
 		"TestingDirAuthVoteHSDir *",
 		"TestingMinExitFlagThreshold 0",
 	)
-	if err := start("auth", auth, TCPReady(authDir)); err != nil {
+	if err := start("auth", auth, demo.TCPReady(authDir)); err != nil {
 		n.Close()
 		return nil, err
 	}
@@ -200,7 +203,7 @@ func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, er
 			n.Close()
 			return nil, err
 		}
-		if err := start(name, relayLines(name, data, addrs[2+i]), TCPReady(addrs[2+i])); err != nil {
+		if err := start(name, relayLines(name, data, addrs[2+i]), demo.TCPReady(addrs[2+i])); err != nil {
 			n.Close()
 			return nil, err
 		}
@@ -208,10 +211,11 @@ func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, er
 
 	// Wait for a consensus with every node as an exit.
 	want := 1 + cfg.Relays
-	client := newHTTPClient(5 * time.Second)
+	// An own transport: no environment proxy.
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 	ready := func(ctx context.Context) error {
-		body, err := httpGet(ctx, client, n.ConsensusURL, http.StatusOK)
+		body, err := get(ctx, client, n.ConsensusURL)
 		if err != nil {
 			return err
 		}
@@ -229,35 +233,11 @@ func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, er
 		}
 		return nil
 	}
-	if err := poll(ctx, 90*time.Second, ready); err != nil {
+	if err := demo.Poll(ctx, 90*time.Second, ready); err != nil {
 		n.Close()
 		return nil, fmt.Errorf("private tor network: %w", err)
 	}
 	return n, nil
-}
-
-// poll calls probe with a growing interval until it succeeds or timeout
-// passes.
-func poll(ctx context.Context, timeout time.Duration, probe func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	interval := 50 * time.Millisecond
-	for {
-		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-		err := probe(pctx)
-		pcancel()
-		if err == nil {
-			return nil
-		}
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w: %w (last: %v)", ErrNotReady, ctx.Err(), err)
-		case <-t.C:
-		}
-		interval = min(interval*2, time.Second)
-	}
 }
 
 // torStopTimeout bounds a tor's exit after SIGTERM. A relay of the private
@@ -278,4 +258,26 @@ func (n *TorNetwork) Close() error {
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
+}
+
+// maxConsensus bounds the consensus document read.
+const maxConsensus = 16 << 20
+
+// get fetches url and returns its body, which must come with status 200.
+func get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	// A plain body: tor's directory port deflates unless told not to.
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, maxConsensus))
 }

@@ -1,4 +1,4 @@
-package demo
+package tortest
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/flurrypt/flurry/demo"
 )
 
 // DefaultTorPath is Debian's tor.
@@ -39,7 +41,7 @@ type TorBridge struct {
 // directory authorities (TorNetwork.Lines); none means a fake authority
 // on a closed port, so that tor contacts nothing.
 func WriteTorBridge(dir, relayBin string, network ...string) (*TorBridge, error) {
-	addrs, err := FreeAddrs(2)
+	addrs, err := demo.FreeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +106,7 @@ func readFingerprint(path string) (string, error) {
 // Ready is a readiness probe for the bridge's tor: the fingerprint is
 // written and flurry-relay serves its metrics.
 func (b *TorBridge) Ready() func(context.Context) error {
-	metrics := HTTPReady(b.RelayMetricsURL, 200)
+	metrics := demo.HTTPReady(b.RelayMetricsURL, 200)
 	return func(ctx context.Context) error {
 		if _, err := b.Fingerprint(); err != nil {
 			return err
@@ -129,7 +131,7 @@ type TorClient struct {
 // extra flurry-client arguments (such as -loopback-only); network as for
 // WriteTorBridge.
 func WriteTorClient(dir, clientBin, brokerURL, fingerprint string, ptArgs []string, network ...string) (*TorClient, error) {
-	socks, err := FreeAddr()
+	socks, err := demo.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
