@@ -189,6 +189,38 @@ func TestDownload(t *testing.T) {
 	}
 }
 
+// TestShow: what flurry-demo shows of a cluster, a download through it
+// and a held chain.
+func TestShow(t *testing.T) {
+	skipShort(t)
+	const size = 1 << 20
+	c := startCluster(t, demo.Config{NATProbe: true, FileSize: size})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	var cpu time.Duration
+	show := demo.Show{Out: &out, CPU: func(int) (time.Duration, error) { cpu += time.Millisecond; return cpu, nil }}
+	show.Cluster(c)
+	if err := show.Download(ctx, c, size); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	show.Setup(size, 1, demo.DefaultProxies)
+	held, stop := context.WithCancel(ctx)
+	stop()
+	if err := show.Hold(held, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"client  socks5://" + c.SOCKSAddr, "relay   " + c.RelayURL,
+		"100.0%", "matches the file", "CPU per MB during the download      client ",
+		"flurry-demo: one 1.00 MiB download", demo.LoadgenCommand(c.SOCKSAddr, c.Target.URL),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the show lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 // servingProxy waits until exactly one proxy carries the client.
 func servingProxy(t *testing.T, ctx context.Context, c *demo.Cluster) *demo.Proxy {
 	t.Helper()
