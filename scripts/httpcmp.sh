@@ -18,6 +18,7 @@ IDLE=${IDLE:-5000}
 WINDOW=${WINDOW:-20s}
 ROUNDS=${ROUNDS:-2}
 SERVERS=${SERVERS:-flurry nethttp fasthttp}
+STEPS=${STEPS:-matches idle} # which figures: matches (CPU per match), idle (memory per waiting poll)
 ADDR=127.0.0.1:18190
 mkdir -p "$OUT"
 ulimit -n 65536 2>/dev/null || true
@@ -40,30 +41,40 @@ start() {
 	wait_port "$addr"
 }
 
+# matches NAME ROUND: matches/s and CPU per match on a fresh broker.
+matches() {
+	echo "== round $2, $1: matches/s and CPU per match ($(uptime | sed 's/.*load/load/'))"
+	start "$1"
+	"$BIN/flurry-loadgen" broker -quiet -url "http://$addr" -pid "$pid" -proxies 500 -clients 50 \
+		-duration "$DURATION" -json "$OUT/$1-matches-$2.json" | tee "$OUT/$1-matches-$2.txt"
+	kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+
+# idle NAME ROUND: memory per waiting poll on a fresh broker.
+idle() {
+	echo "== round $2, $1: memory per waiting poll, $IDLE polls at once ($(uptime | sed 's/.*load/load/'))"
+	start "$1"
+	"$BIN/flurry-loadgen" broker -quiet -url "http://$addr" -pid "$pid" -proxies 0 -clients 0 -duration 1s \
+		-idle-burst -idle-polls "$IDLE" -idle-window "$WINDOW" -json "$OUT/$1-idle-$2.json" |
+		sed -n '/memory per waiting/,/^$/p' | tee "$OUT/$1-idle-$2.txt"
+	kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+
 all="$SERVERS"
 for e in ${EXTRA:-}; do all="$all ${e%%=*}"; done
 for round in $(seq "$ROUNDS"); do
 	for s in $all; do
-		echo "== round $round, $s: matches/s and CPU per match ($(uptime | sed 's/.*load/load/'))"
-		start "$s"
-		"$BIN/flurry-loadgen" broker -quiet -url "http://$addr" -pid "$pid" -proxies 500 -clients 50 \
-			-duration "$DURATION" -json "$OUT/$s-matches-$round.json" | tee "$OUT/$s-matches-$round.txt"
-		kill "$pid"; wait "$pid" 2>/dev/null || true
-		echo "== round $round, $s: memory per waiting poll, $IDLE polls at once"
-		start "$s"
-		"$BIN/flurry-loadgen" broker -quiet -url "http://$addr" -pid "$pid" -proxies 0 -clients 0 -duration 1s \
-			-idle-burst -idle-polls "$IDLE" -idle-window "$WINDOW" -json "$OUT/$s-idle-$round.json" |
-			sed -n '/memory per waiting/,/^$/p' | tee "$OUT/$s-idle-$round.txt"
-		kill "$pid"; wait "$pid" 2>/dev/null || true
+		for step in $STEPS; do "$step" "$s" "$round"; done
 	done
 done
 
 echo "== summary ($(date -u '+%Y-%m-%d %H:%M UTC'))"
-printf '%-10s %6s %12s %14s %16s\n' server round matches/s "CPU µs/match" "KiB/waiting poll"
+printf '%-14s %6s %10s %13s %17s\n' server round matches/s "CPU µs/match" "per waiting poll"
 for round in $(seq "$ROUNDS"); do
 	for s in $all; do
-		m=$(awk '$1 == "clients" { getline; print $4, $NF }' "$OUT/$s-matches-$round.txt")
-		k=$(awk '/KiB/ { for (i = 1; i <= NF; i++) if ($i ~ /KiB/) { print $(i-1) " " $i; exit } }' "$OUT/$s-idle-$round.txt")
-		printf '%-10s %6s %12s %14s %16s\n' "$s" "$round" "${m% *}" "${m#* }" "$k"
+		m="- -"; k=-
+		[ -f "$OUT/$s-matches-$round.txt" ] && m=$(awk '$1 == "clients" { getline; print $4, $NF }' "$OUT/$s-matches-$round.txt")
+		[ -f "$OUT/$s-idle-$round.txt" ] && k=$(awk '/KiB/ { for (i = 1; i <= NF; i++) if ($i ~ /KiB/) { print $(i-1) " " $i; exit } }' "$OUT/$s-idle-$round.txt")
+		printf '%-14s %6s %10s %13s %17s\n' "$s" "$round" "${m% *}" "${m#* }" "$k"
 	done
 done | tee "$OUT/summary.txt"
