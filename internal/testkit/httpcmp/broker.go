@@ -17,15 +17,14 @@ import (
 
 // The servers ServeBroker knows.
 const (
-	ServerFlurry      = "flurry"
-	ServerNetHTTPPark = "nethttp-park"
-	ServerNetHTTP     = "nethttp"
-	ServerFastHTTP    = "fasthttp"
+	ServerFlurry   = "flurry"
+	ServerNetHTTP  = "nethttp"
+	ServerFastHTTP = "fasthttp"
 )
 
 // Servers are the names ServeBroker accepts, in the order the comparison
 // runs them.
-var Servers = []string{ServerFlurry, ServerNetHTTPPark, ServerNetHTTP, ServerFastHTTP}
+var Servers = []string{ServerFlurry, ServerNetHTTP, ServerFastHTTP}
 
 // ErrUnknownServer is returned by ServeBroker for a name not in Servers.
 var ErrUnknownServer = errors.New("unknown server")
@@ -45,7 +44,7 @@ func ServeBroker(ctx context.Context, b *broker.Broker, ln net.Listener, server 
 	switch server {
 	case ServerFlurry:
 		return b.Serve(ctx, ln)
-	case ServerNetHTTP, ServerNetHTTPPark:
+	case ServerNetHTTP:
 		srv := &http.Server{
 			Handler:           b.Handler(),
 			ReadHeaderTimeout: readHeaderTimeout,
@@ -54,9 +53,6 @@ func ServeBroker(ctx context.Context, b *broker.Broker, ln net.Listener, server 
 			IdleTimeout:       idleTimeout,
 			MaxHeaderBytes:    16 << 10,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-		}
-		if server == ServerNetHTTPPark {
-			ln = b.Listener(ln, nil)
 		}
 		return serveUntil(ctx, b, func() error { return srv.Serve(ln) }, func(ctx context.Context) error { return srv.Shutdown(ctx) })
 	case ServerFastHTTP:

@@ -3,7 +3,8 @@
 // so that flurry-loadgen can measure each the same way: CPU per match and
 // memory per waiting proxy poll.
 //
-//	ServerFlurry    Broker.Serve, what flurry-broker runs
+//	ServerFlurry    Broker.Serve, what flurry-broker runs: net/http, with
+//	                waiting polls parked off it (Broker.Listener)
 //	ServerNetHTTP   net/http on the plain listener: every waiting poll
 //	                keeps its handler goroutine and net/http's buffers
 //	ServerFastHTTP  valyala/fasthttp, the broker's handlers called in its
