@@ -267,6 +267,11 @@ type parkConn struct {
 	// replay is owned by whoever owns the connection: the parked poll's
 	// goroutine fills it, the HTTP server reads it after Accept.
 	replay []byte
+	// afterPOST: the connection comes back after a parked poll, a POST,
+	// whose connection net/http would have kept: its first Read drops the
+	// CR and LF bytes the next request starts with, as net/http does
+	// after a POST (see dropLeadingCRLF). Owned as replay is.
+	afterPOST bool
 
 	// admitSeq identifies the admission into net/http it holds (0: none);
 	// guarded by l.admission.mu.
@@ -285,6 +290,12 @@ type parkAddr struct {
 func (c *parkConn) LocalAddr() net.Addr { return parkAddr{c.Conn.LocalAddr(), c} }
 
 func (c *parkConn) Read(p []byte) (int, error) {
+	if c.afterPOST {
+		c.afterPOST = false
+		if err := c.dropLeadingCRLF(); err != nil && len(c.replay) == 0 {
+			return 0, err
+		}
+	}
 	if len(c.replay) == 0 {
 		return c.Conn.Read(p)
 	}
@@ -294,6 +305,30 @@ func (c *parkConn) Read(p []byte) (int, error) {
 		c.replay = nil
 	}
 	return n, nil
+}
+
+// dropLeadingCRLF does what net/http does before reading the request that
+// follows a POST on a connection, for old clients that end a body with a
+// CRLF (RFC 9112, section 2.2): it waits until 4 bytes are at hand (as
+// net/http's Peek(4), within the deadline net/http has set) and drops the
+// CR and LF bytes they start with. An error ends the wait; the bytes at
+// hand are read first.
+func (c *parkConn) dropLeadingCRLF() error {
+	var err error
+	for len(c.replay) < 4 && err == nil {
+		var b [4]byte
+		var n int
+		n, err = c.Conn.Read(b[:4-len(c.replay)])
+		c.replay = append(c.replay, b[:n]...)
+	}
+	k := 0
+	for k < min(len(c.replay), 4) && (c.replay[k] == '\r' || c.replay[k] == '\n') {
+		k++
+	}
+	if c.replay = c.replay[k:]; len(c.replay) == 0 {
+		c.replay = nil
+	}
+	return err
 }
 
 // Close closes the connection, ends its admission into net/http and
