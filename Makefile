@@ -25,7 +25,7 @@ VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab snowflake-bins sidebyside
+.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab snowflake-bins sidebyside httpcmp
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
@@ -108,6 +108,11 @@ sidebyside: ## Broker and relay memory and matches/s of Flurry and Snowflake v2.
 	$(GO) build -o $(BIN)/ ./broker/cmd/flurry-broker ./relay/cmd/flurry-relay ./loadgen/cmd/flurry-loadgen
 	cd interop && $(GO) run ./cmd/snowflake-bins -o $(abspath out/snowflake-bin)
 	BIN=$(BIN) SF=out/snowflake-bin scripts/sidebyside.sh
+
+httpcmp: ## The broker's HTTP server beside net/http and fasthttp: CPU per match, memory per waiting poll (flurry-loadgen; results in out/httpcmp; the relay's WebSocket side: go test -bench . ./relay/internal/wsserver)
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./loadgen/cmd/flurry-loadgen ./internal/testkit/httpcmp/cmd/httpcmp-broker
+	BIN=$(BIN) scripts/httpcmp.sh
 
 .PHONY: release release-check deb-check
 release: ## Static release binaries (every role for Linux amd64, arm64, armv7; client and proxy for Windows and macOS) into out/release/VERSION with SHA256SUMS: make release VERSION=0.1.0 (docs/install.md)

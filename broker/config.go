@@ -140,7 +140,7 @@ type Config struct {
 	IdleTimeout       time.Duration
 	// MaxConnsPerAddr caps the connections one address (IPv4 address,
 	// IPv6 /64; the TCP peer's) holds at once on the rendezvous listener,
-	// whether in net/http, on the fast path or parked. One more is closed
+	// whether in net/http or parked. One more is closed
 	// at accept, before it is read, and counted
 	// (flurry_broker_connections_refused_total). Zero means
 	// DefaultMaxConnsPerAddr; negative means no limit. RateLimitExempt

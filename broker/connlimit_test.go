@@ -58,53 +58,46 @@ func getDebug(t testing.TB, c net.Conn) (int, error) {
 // place back.
 func TestConnsPerAddrCap(t *testing.T) {
 	const max = 4
-	for _, mode := range []struct {
-		name  string
-		start func(testing.TB, broker.Config) *testBroker
-	}{{"parked", newTestBroker}, {"fast", newFastTestBroker}} {
-		t.Run(mode.name, func(t *testing.T) {
-			tb := mode.start(t, broker.Config{MaxConnsPerAddr: max})
-			addr := tb.srv.Listener.Addr().String()
-			var held []net.Conn
-			for range max {
-				c := dialFrom(t, "127.0.0.2", addr)
-				if status, err := getDebug(t, c); err != nil || status != http.StatusOK {
-					t.Fatalf("connection within the cap: %d, %v", status, err)
-				}
-				held = append(held, c)
-			}
-			for range 3 {
-				if !closedAtOnce(t, dialFrom(t, "127.0.0.2", addr)) {
-					t.Fatal("a connection over the cap was kept open")
-				}
-			}
-			// Another address is served; so are the connections held.
-			if got := tb.do(t, http.MethodGet, "/debug", nil, nil); got.status != http.StatusOK {
-				t.Errorf("honest request from 127.0.0.1: %d", got.status)
-			}
-			if status, err := getDebug(t, held[0]); err != nil || status != http.StatusOK {
-				t.Errorf("held connection: %d, %v", status, err)
-			}
-			m, _ := tb.scrape(t)
-			if got := m[series("flurry_broker_connections_refused_total", "reason", "addr_limit")]; got != 8 {
-				t.Errorf("connections refused: %v, want 8 (3, rounded up to a multiple of 8)", got)
-			}
-			// A closed connection gives its place back (once the broker
-			// has seen the close).
-			held[0].Close()
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				c := dialFrom(t, "127.0.0.2", addr)
-				status, err := getDebug(t, c)
-				if err == nil && status == http.StatusOK {
-					break
-				}
-				c.Close()
-				if time.Now().After(deadline) {
-					t.Fatalf("no place given back after a close: %d, %v", status, err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-		})
+	tb := newTestBroker(t, broker.Config{MaxConnsPerAddr: max})
+	addr := tb.srv.Listener.Addr().String()
+	var held []net.Conn
+	for range max {
+		c := dialFrom(t, "127.0.0.2", addr)
+		if status, err := getDebug(t, c); err != nil || status != http.StatusOK {
+			t.Fatalf("connection within the cap: %d, %v", status, err)
+		}
+		held = append(held, c)
+	}
+	for range 3 {
+		if !closedAtOnce(t, dialFrom(t, "127.0.0.2", addr)) {
+			t.Fatal("a connection over the cap was kept open")
+		}
+	}
+	// Another address is served; so are the connections held.
+	if got := tb.do(t, http.MethodGet, "/debug", nil, nil); got.status != http.StatusOK {
+		t.Errorf("honest request from 127.0.0.1: %d", got.status)
+	}
+	if status, err := getDebug(t, held[0]); err != nil || status != http.StatusOK {
+		t.Errorf("held connection: %d, %v", status, err)
+	}
+	m, _ := tb.scrape(t)
+	if got := m[series("flurry_broker_connections_refused_total", "reason", "addr_limit")]; got != 8 {
+		t.Errorf("connections refused: %v, want 8 (3, rounded up to a multiple of 8)", got)
+	}
+	// A closed connection gives its place back (once the broker
+	// has seen the close).
+	held[0].Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c := dialFrom(t, "127.0.0.2", addr)
+		status, err := getDebug(t, c)
+		if err == nil && status == http.StatusOK {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("no place given back after a close: %d, %v", status, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

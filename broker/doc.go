@@ -93,21 +93,11 @@
 // starts. The listener admits at most 32 connections into net/http at a
 // time that have not yet started waiting (see admission), so that a wave
 // of polls does not pass through net/http all at once. A waiting poll
-// costs 2.5–4 KiB instead of 22 KiB (docs/performance.md).
+// costs 2.5–4 KiB instead of 30 KiB (docs/performance.md). Every request,
+// a parked connection's next one included, is read by net/http.
 // While clients are being matched, a poll first waits up to 100 ms in its
 // handler, where a quick match is cheaper. Polls over HTTP/2 or on other
 // servers wait in their handler throughout.
-//
-// # Fast path
-//
-// Served by Run or Serve on a plain (not TLS) listener, each connection's
-// requests are first read by the broker itself: a POST to /proxy,
-// /client or /answer over HTTP/1.1 with a Content-Length and only known
-// header fields goes to the same endpoint handlers through a lean
-// ResponseWriter that writes net/http's bytes in one write; anything else
-// goes to net/http with what was read of it (fastpath.go, fastparse.go).
-// On the test VM a match costs a third less CPU than through net/http
-// (docs/performance.md).
 //
 // # Duplicate session ids
 //

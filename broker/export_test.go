@@ -3,8 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -69,12 +67,6 @@ func (b *Broker) ClusterServer() string {
 		return ""
 	}
 	return b.cluster.Server()
-}
-
-// FastListener is Listener with the fast path in front of srv, as Serve
-// has it.
-func (b *Broker) FastListener(ln net.Listener, srv *http.Server) net.Listener {
-	return b.newListener(ln, nil, srv)
 }
 
 // CheckConfig fills in cfg's defaults and validates it as New does, without

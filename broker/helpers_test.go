@@ -133,21 +133,12 @@ func newGraceTestBroker(t testing.TB, cfg broker.Config) *testBroker {
 	return startTestBroker(t, cfg, parkingListener, nil, func(b *broker.Broker) {})
 }
 
-// newFastTestBroker is newTestBroker with the fast path in front of
-// net/http, as Serve and Run have it, and the production delay before a
-// poll is parked.
-func newFastTestBroker(t testing.TB, cfg broker.Config) *testBroker {
-	t.Helper()
-	return startTestBroker(t, cfg, fastListener, nil, func(b *broker.Broker) {})
-}
-
 // listenerKind is how startTestBroker serves a broker.
 type listenerKind int
 
 const (
 	plainListener   listenerKind = iota // the httptest server's: polls wait in their handler
 	parkingListener                     // Broker.Listener: polls park
-	fastListener                        // as Serve has it: the fast path, then net/http
 )
 
 // serveModes are the ways a broker can be served; tests of behaviour that
@@ -159,7 +150,6 @@ var serveModes = []struct {
 	{"parked", newTestBroker},
 	{"grace", newGraceTestBroker},
 	{"plain", newPlainTestBroker},
-	{"fast", newFastTestBroker},
 }
 
 // startTestBroker starts the test broker; unless on a plain listener, with
@@ -183,11 +173,7 @@ func startTestBroker(t testing.TB, cfg broker.Config, listen listenerKind, confi
 		for _, f := range setup {
 			f(b)
 		}
-		if listen == fastListener {
-			srv.Listener = b.FastListener(srv.Listener, srv.Config)
-		} else {
-			srv.Listener = b.Listener(srv.Listener, nil)
-		}
+		srv.Listener = b.Listener(srv.Listener, nil)
 	}
 	srv.Start()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}

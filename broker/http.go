@@ -60,9 +60,9 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 func (b *Broker) Handler() http.Handler {
 	rec := b.stats
 	mux := http.NewServeMux()
-	for i, h := range b.rendezvousHandlers() {
-		mux.Handle(fastPaths[i], h)
-	}
+	mux.Handle("/proxy", b.endpoint(stats.EndpointProxy, event.EndpointProxy, &b.limits.proxy, b.serveProxy))
+	mux.Handle("/client", b.endpoint(stats.EndpointClient, event.EndpointClient, &b.limits.client, answered(b.serveClient)))
+	mux.Handle("/answer", b.endpoint(stats.EndpointAnswer, event.EndpointAnswer, &b.limits.answer, answered(b.serveAnswer)))
 	mux.Handle(AMPPathPrefix, rec.Instrument(stats.EndpointAMP, b.AMPHandler()))
 	b.operatorPages(mux, b.pageLimited)
 	if b.cfg.PublicPrometheus {
@@ -79,9 +79,9 @@ func (b *Broker) Handler() http.Handler {
 		case "/client", "/answer":
 			releaseAdmission(r)
 		default:
-			// The rendezvous handlers close after a refusal themselves
-			// (and the fast path serves them without this handler); the
-			// rest, mux's own 404 and 405 included, through closeOnRefusal.
+			// The rendezvous handlers close after a refusal themselves;
+			// the rest, mux's own 404 and 405 included, through
+			// closeOnRefusal.
 			releaseAdmission(r)
 			w = &closeOnRefusal{ResponseWriter: w, r: r}
 		}
@@ -119,16 +119,6 @@ func (w *closeOnRefusal) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach the server's writer.
 func (w *closeOnRefusal) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// rendezvousHandlers returns the handlers of the rendezvous endpoints, in
-// the order of fastPaths.
-func (b *Broker) rendezvousHandlers() [len(fastPaths)]http.Handler {
-	return [...]http.Handler{
-		b.endpoint(stats.EndpointProxy, event.EndpointProxy, &b.limits.proxy, b.serveProxy),
-		b.endpoint(stats.EndpointClient, event.EndpointClient, &b.limits.client, answered(b.serveClient)),
-		b.endpoint(stats.EndpointAnswer, event.EndpointAnswer, &b.limits.answer, answered(b.serveAnswer)),
-	}
-}
 
 // OperatorHandler returns the handler of the operator listener
 // (Config.MetricsAddr; serve it on a listener of your own otherwise):

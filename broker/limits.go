@@ -158,8 +158,7 @@ func refuse(w http.ResponseWriter, r *http.Request, text string, status int) {
 
 // closeAfterRefusal has the server close the HTTP/1.x connection of a
 // refused request once the reply is sent, instead of keeping it for the
-// idle timeout: Connection: close, which the fast path honours as net/http
-// does; and a read deadline already past, so that net/http does not wait
+// idle timeout: Connection: close; and a read deadline already past, so that net/http does not wait
 // for the rest of a body the request announced but the handler did not
 // read. HTTP/2 is left alone: there Connection: close would end every
 // stream of the connection (a CDN's, shared by many clients), and an idle
@@ -169,6 +168,7 @@ func closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Connection", "close")
-	// Not supported on the fast path, which has read the whole body.
+	// Not supported by every server (an httptest recorder): the header
+	// alone then closes the connection after the reply.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
 }

@@ -4,12 +4,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
-	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/flurrypt/flurry/broker/internal/stats"
 	"github.com/flurrypt/flurry/internal/peerlimit"
@@ -53,14 +51,6 @@ import (
 // parked poll and closes the connections the broker holds. Closing the
 // listener closes ln and every connection waiting to be handed back.
 func (b *Broker) Listener(ln net.Listener, tlsConfig *tls.Config) net.Listener {
-	return b.newListener(ln, tlsConfig, nil)
-}
-
-// newListener is Listener; with srv (the http.Server that will serve it,
-// for its timeouts) and without TLS, the listener serves the rendezvous
-// requests it can on its fast path (fastpath.go) and gives net/http only
-// the others.
-func (b *Broker) newListener(ln net.Listener, tlsConfig *tls.Config, srv *http.Server) net.Listener {
 	l := &listener{
 		inner:    ln,
 		b:        b,
@@ -76,10 +66,6 @@ func (b *Broker) newListener(ln net.Listener, tlsConfig *tls.Config, srv *http.S
 		l.peers = peerlimit.NewShared(max, fileLimit()*3/4)
 	}
 	go l.acceptLoop()
-	if srv != nil && tlsConfig == nil {
-		l.fast = newFastPath(l, srv)
-		go l.fast.loop()
-	}
 	return l
 }
 
@@ -97,7 +83,6 @@ type listener struct {
 
 	admission *admission         // of the connections Accept returns
 	peers     *peerlimit.Counter // connections per address; nil: no limit
-	fast      *fastPath          // nil: every connection goes to net/http
 
 	mu     sync.Mutex
 	queue  []net.Conn // connections for net/http not yet accepted
@@ -151,48 +136,40 @@ func (l *listener) acceptLoop() {
 // Accept returns the next new or handed-back connection, once it may
 // enter net/http (see admission).
 func (l *listener) Accept() (net.Conn, error) {
-	c, err := l.next(&l.queue, l.returned, l.fast == nil)
+	c, err := l.next()
 	if err != nil {
 		return nil, err
 	}
-	pc := parkConnOf(c)
-	if !l.admission.admit(pc, l.done) {
+	if !l.admission.admit(parkConnOf(c), l.done) {
 		c.Close()
 		return nil, net.ErrClosed
-	}
-	if pc != nil && !pc.began.IsZero() { // net/http starts its timeouts now
-		pc.lag, pc.began = time.Since(pc.began), time.Time{}
 	}
 	return c, nil
 }
 
-// next returns the next connection of queue (signalled on returned) or,
-// if fresh, a new one.
-func (l *listener) next(queue *[]net.Conn, returned chan struct{}, fresh bool) (net.Conn, error) {
-	accepted := l.accepted
-	if !fresh {
-		accepted = nil
-	}
+// next returns the next handed-back connection or, if there is none, a
+// new one.
+func (l *listener) next() (net.Conn, error) {
 	for {
 		l.mu.Lock()
-		if q := *queue; len(q) > 0 {
+		if q := l.queue; len(q) > 0 {
 			c := q[0]
 			q[0] = nil
-			*queue = q[1:]
+			l.queue = q[1:]
 			if len(q) == 1 {
-				*queue = nil
+				l.queue = nil
 			}
 			l.mu.Unlock()
 			return c, nil
 		}
 		l.mu.Unlock()
 		select {
-		case r := <-accepted:
+		case r := <-l.accepted:
 			if r.err != nil {
 				return nil, r.err
 			}
 			return l.wrap(r), nil
-		case <-returned:
+		case <-l.returned:
 		case <-l.stopped:
 			select {
 			case <-l.done:
@@ -238,33 +215,19 @@ func (l *listener) wrap(r acceptResult) net.Conn {
 }
 
 // handBack queues c (a parkConn, or a *tls.Conn over one), whose next
-// request has started to arrive, for the fast path if there is one, else
-// for Accept; or closes it if the listener is closed. It never blocks.
+// request has started to arrive, for Accept (net/http); or closes it if
+// the listener is closed. It never blocks.
 func (l *listener) handBack(c net.Conn) {
-	if l.fast != nil {
-		l.enqueue(c, &l.fast.queue, l.fast.returned)
-		return
-	}
-	l.toHTTP(c)
-}
-
-// toHTTP queues c for Accept (net/http), or closes it if the listener is
-// closed. It never blocks.
-func (l *listener) toHTTP(c net.Conn) {
-	l.enqueue(c, &l.queue, l.returned)
-}
-
-func (l *listener) enqueue(c net.Conn, queue *[]net.Conn, returned chan struct{}) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		c.Close()
 		return
 	}
-	*queue = append(*queue, c)
+	l.queue = append(l.queue, c)
 	l.mu.Unlock()
 	select {
-	case returned <- struct{}{}:
+	case l.returned <- struct{}{}:
 	default:
 	}
 }
@@ -281,19 +244,12 @@ func (l *listener) Close() error {
 	l.closed = true
 	queue := l.queue
 	l.queue = nil
-	if l.fast != nil {
-		queue = append(queue, l.fast.queue...)
-		l.fast.queue = nil
-	}
 	close(l.done)
 	l.mu.Unlock()
 	err := l.inner.Close()
 	<-l.stopped
 	for _, c := range queue {
 		c.Close()
-	}
-	if l.fast != nil {
-		l.fast.close()
 	}
 	return err
 }
@@ -311,6 +267,11 @@ type parkConn struct {
 	// replay is owned by whoever owns the connection: the parked poll's
 	// goroutine fills it, the HTTP server reads it after Accept.
 	replay []byte
+	// afterPOST: the connection comes back after a parked poll, a POST,
+	// whose connection net/http would have kept: its first Read drops the
+	// CR and LF bytes the next request starts with, as net/http does
+	// after a POST (see dropLeadingCRLF). Owned as replay is.
+	afterPOST bool
 
 	// admitSeq identifies the admission into net/http it holds (0: none);
 	// guarded by l.admission.mu.
@@ -318,12 +279,6 @@ type parkConn struct {
 
 	key     netip.Addr  // the key of its place in l.peers
 	counted atomic.Bool // it holds a place in l.peers, until Close
-
-	// began is when the request the fast path hands to net/http began
-	// (zero: none); Accept turns it into lag, how long before net/http
-	// took the connection that was. Owned as replay is.
-	began time.Time
-	lag   time.Duration
 }
 
 // parkAddr is the LocalAddr of a parkConn: the real address, marked.
@@ -334,27 +289,13 @@ type parkAddr struct {
 
 func (c *parkConn) LocalAddr() net.Addr { return parkAddr{c.Conn.LocalAddr(), c} }
 
-// SetReadDeadline moves the deadlines net/http sets for a request the
-// fast path handed over midway back by lag, until net/http starts its
-// response: net/http counts its ReadHeaderTimeout and ReadTimeout from
-// when it took the connection, the request began lag earlier. Its other
-// deadlines then (none, or one already past) stay as they are.
-func (c *parkConn) SetReadDeadline(t time.Time) error {
-	if c.lag > 0 && !t.IsZero() {
-		t = t.Add(-c.lag)
-	}
-	return c.Conn.SetReadDeadline(t)
-}
-
-// Write writes p; the first write of net/http's response ends the lag.
-func (c *parkConn) Write(p []byte) (int, error) {
-	if c.lag != 0 {
-		c.lag = 0
-	}
-	return c.Conn.Write(p)
-}
-
 func (c *parkConn) Read(p []byte) (int, error) {
+	if c.afterPOST {
+		c.afterPOST = false
+		if err := c.dropLeadingCRLF(); err != nil && len(c.replay) == 0 {
+			return 0, err
+		}
+	}
 	if len(c.replay) == 0 {
 		return c.Conn.Read(p)
 	}
@@ -364,6 +305,30 @@ func (c *parkConn) Read(p []byte) (int, error) {
 		c.replay = nil
 	}
 	return n, nil
+}
+
+// dropLeadingCRLF does what net/http does before reading the request that
+// follows a POST on a connection, for old clients that end a body with a
+// CRLF (RFC 9112, section 2.2): it waits until 4 bytes are at hand (as
+// net/http's Peek(4), within the deadline net/http has set) and drops the
+// CR and LF bytes they start with. An error ends the wait; the bytes at
+// hand are read first.
+func (c *parkConn) dropLeadingCRLF() error {
+	var err error
+	for len(c.replay) < 4 && err == nil {
+		var b [4]byte
+		var n int
+		n, err = c.Conn.Read(b[:4-len(c.replay)])
+		c.replay = append(c.replay, b[:n]...)
+	}
+	k := 0
+	for k < min(len(c.replay), 4) && (c.replay[k] == '\r' || c.replay[k] == '\n') {
+		k++
+	}
+	if c.replay = c.replay[k:]; len(c.replay) == 0 {
+		c.replay = nil
+	}
+	return err
 }
 
 // Close closes the connection, ends its admission into net/http and

@@ -441,11 +441,15 @@ func (pk *parked) close() {
 }
 
 // handBack gives the connection back to the listener, for the HTTP
-// server to read its next request.
+// server to read its next request. On a plain connection, the CR and LF
+// bytes that may start it are dropped as net/http drops them after a
+// POST; under TLS they cannot be (the parkConn is below TLS), and a
+// request that starts with them is refused (400).
 func (pk *parked) handBack() {
 	pk.watch.Remove()
 	_ = pk.conn.SetDeadline(time.Time{}) // the response's write deadline
 	pk.b.parks.remove(pk)
+	pk.pc.afterPOST = pk.conn == net.Conn(pk.pc)
 	pk.pc.l.handBack(pk.conn)
 }
 

@@ -46,9 +46,9 @@ func closedWithin(c net.Conn, br *bufio.Reader, d time.Duration) bool {
 }
 
 // TestRefusedRequestClosesConnection: a refused request (any 4xx) gets
-// Connection: close and its connection is closed after the reply, on the
-// fast path and in net/http alike, instead of being held for the idle
-// timeout; an accepted one keeps its connection.
+// Connection: close and its connection is closed after the reply, parked
+// or not, instead of being held for the idle timeout; an accepted one
+// keeps its connection.
 func TestRefusedRequestClosesConnection(t *testing.T) {
 	refused := []struct {
 		name, req string
@@ -115,13 +115,9 @@ func getFrom(t testing.TB, ip, addr, path string) int {
 // /prometheus shares the pages' bucket.
 func TestPageRateLimit(t *testing.T) {
 	const burst = 5
-	for _, mode := range []string{"parked", "fast"} {
-		t.Run(mode, func(t *testing.T) {
+	for name, listen := range map[string]listenerKind{"plain": plainListener, "parked": parkingListener} {
+		t.Run(name, func(t *testing.T) {
 			cfg := broker.Config{PageRate: 0.001, PageBurst: burst, PublicPrometheus: true}
-			listen := parkingListener
-			if mode == "fast" {
-				listen = fastListener
-			}
 			tb := startTestBroker(t, cfg, listen, nil, func(b *broker.Broker) { b.StopRateLimitClock() })
 			addr := tb.srv.Listener.Addr().String()
 			paths := []string{"/status", "/debug", "/", "/metrics", "/prometheus"}

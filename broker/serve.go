@@ -74,7 +74,7 @@ func (b *Broker) serve(ctx context.Context, ln, mln net.Listener) error {
 	longest := max(b.cfg.ProxyHold, b.cfg.ClientTimeout) + serverSlack
 	srv := b.newServer(b.Handler(), longest)
 	servers := []*http.Server{srv}
-	listeners := []net.Listener{b.newListener(ln, b.cfg.TLSConfig, srv)}
+	listeners := []net.Listener{b.Listener(ln, b.cfg.TLSConfig)}
 	if mln != nil {
 		servers = append(servers, b.newServer(b.OperatorHandler(), serverSlack))
 		listeners = append(listeners, countingListener{mln, b, stats.ListenerMetrics})

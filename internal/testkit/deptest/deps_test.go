@@ -132,7 +132,7 @@ const testkit = module + "/internal/testkit/"
 
 // testOnly are modules and packages that only tests (and the testkit) may
 // import.
-var testOnly = []string{"go.uber.org/goleak", "github.com/stretchr/testify", "go.uber.org/mock", "github.com/golang/mock", "github.com/chromedp/", testkit}
+var testOnly = []string{"go.uber.org/goleak", "github.com/valyala/fasthttp", "github.com/stretchr/testify", "go.uber.org/mock", "github.com/golang/mock", "github.com/chromedp/", testkit}
 
 func TestNoTestLibrariesInProduct(t *testing.T) {
 	for _, p := range listPackages(t, module+"/...") {

@@ -1,7 +1,8 @@
 package wsserver
 
 import (
-	"encoding/binary"
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gobwas/ws"
 )
 
 // Buffer sizes. Buffers are borrowed per read and per write, never held by
@@ -22,7 +25,7 @@ const (
 	// payload go out in one write (one TLS record).
 	WriteBufferSize = 4096
 	// maxServerHeader is the longest header of an unmasked frame.
-	maxServerHeader = 10
+	maxServerHeader = ws.MaxHeaderSize - 4
 	// MaxSingleWrite is the largest message that goes out in one write;
 	// larger ones take two.
 	MaxSingleWrite = WriteBufferSize - maxServerHeader
@@ -34,51 +37,42 @@ const (
 	closeFrameTimeout = 500 * time.Millisecond
 	// controlTimeout bounds writing a pong or the answer to a close frame.
 	controlTimeout = 10 * time.Second
-	// maxControlPayload is RFC 6455's limit for control frames.
-	maxControlPayload = 125
-)
-
-// Opcodes and close codes (RFC 6455, sections 5.2 and 7.4).
-const (
-	opContinuation = 0x0
-	opText         = 0x1
-	opBinary       = 0x2
-	opClose        = 0x8
-	opPing         = 0x9
-	opPong         = 0xa
-
-	closeNormal     = 1000
-	closeProtocol   = 1002
-	closeNoStatus   = 1005
-	finBit          = 0x80
-	maskBit         = 0x80
-	reservedBits    = 0x70
-	opcodeBits      = 0x0f
-	payloadLen16    = 126
-	payloadLen64    = 127
-	maxPayloadLen7  = 125
-	maxPayloadLen16 = 0xffff
 )
 
 // Pools are the read and write buffers that Conns borrow. One Pools
 // serves any number of Conns.
 type Pools struct {
-	read  sync.Pool // *[]byte of ReadBufferSize
-	write sync.Pool // *[]byte of WriteBufferSize
+	read  sync.Pool // *reader
+	write sync.Pool // *frameBuffer
 }
 
 // NewPools returns empty pools.
 func NewPools() *Pools {
 	p := &Pools{}
-	p.read.New = func() any {
-		b := make([]byte, ReadBufferSize)
-		return &b
-	}
-	p.write.New = func() any {
-		b := make([]byte, WriteBufferSize)
-		return &b
-	}
+	p.read.New = func() any { return &reader{Reader: *bufio.NewReaderSize(nil, ReadBufferSize)} }
+	p.write.New = func() any { return &frameBuffer{buf: make([]byte, 0, WriteBufferSize)} }
 	return p
+}
+
+// reader is a borrowed read buffer, with what parsing a frame header in it
+// takes.
+type reader struct {
+	bufio.Reader
+	hr   bytes.Reader // over the buffered bytes of a header
+	hbuf [ws.MaxHeaderSize - 2]byte
+}
+
+// frameBuffer is a borrowed frame being encoded: ws.WriteHeaderBuffer
+// writes the header into it through Write (with scratch as its own
+// buffer), the payload is appended, and the whole goes out in one write.
+type frameBuffer struct {
+	scratch [ws.MaxHeaderSize]byte
+	buf     []byte
+}
+
+func (f *frameBuffer) Write(p []byte) (int, error) {
+	f.buf = append(f.buf, p...)
+	return len(p), nil
 }
 
 // Conn is one server-side WebSocket connection. See the package
@@ -89,15 +83,16 @@ type Conn struct {
 	pools *Pools
 
 	// Owned by the reader.
-	buf        *[]byte // borrowed read buffer; nil while released
-	r, w       int     // unread bytes are (*buf)[r:w]
-	spare      []byte  // unread bytes kept while the buffer is released
-	remain     uint64  // payload bytes left in the current data frame
-	mask       [4]byte
-	maskPos    uint8 // 0 to 3
-	fragmented bool  // a data message continues in the next frame
-	closeSent  bool  // guarded by wmu; here, with the small fields, to keep Conn in a smaller size class
-	rerr       error // permanent read error
+	r       *reader  // borrowed; reads source; nil while released
+	spare   []byte   // unread bytes kept while r is released
+	remain  int64    // payload bytes left in the current data frame
+	mask    [4]byte  // of the current data frame
+	maskOff uint8    // position in mask, 0 to 3
+	state   ws.State // server side; fragmented while a data message continues
+	// closeSent is guarded by wmu; here, with the small fields, to keep
+	// Conn in a smaller size class.
+	closeSent bool
+	rerr      error // permanent read error
 
 	// writeDeadline is the data writes' deadline in Unix nanoseconds (0 =
 	// none), applied before each message because control frames set
@@ -109,6 +104,21 @@ type Conn struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error // written once inside closeOnce
+}
+
+// source is what a Conn's borrowed reader reads: the bytes kept aside
+// when it was last released, then the connection.
+type source Conn
+
+func (s *source) Read(p []byte) (int, error) {
+	if len(s.spare) > 0 {
+		n := copy(p, s.spare)
+		if s.spare = s.spare[n:]; len(s.spare) == 0 {
+			s.spare = nil
+		}
+		return n, nil
+	}
+	return s.conn.Read(p)
 }
 
 // Read reads payload bytes of the current data message, moving on to the
@@ -129,82 +139,43 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, c.rerr
 	}
 	c.borrow()
-	if c.r == c.w {
-		// Read a large payload straight into p rather than through the
-		// buffer.
-		if len(p) >= len(*c.buf) && c.remain >= uint64(len(*c.buf)) {
-			n, err := c.conn.Read(p[:min(uint64(len(p)), c.remain)])
-			c.unmask(p[:n])
-			c.remain -= uint64(n)
-			if n > 0 {
-				return n, nil
-			}
-			return 0, c.readError(err, true)
-		}
-		if err := c.fill(true); err != nil {
-			return 0, err
-		}
+	// bufio reads a payload at least as large as its buffer straight
+	// into p.
+	n, err := c.r.Read(p[:min(int64(len(p)), c.remain)])
+	ws.Cipher(p[:n], c.mask, int(c.maskOff))
+	c.maskOff = uint8((int(c.maskOff) + n) & 3)
+	c.remain -= int64(n)
+	if n > 0 {
+		return n, nil
 	}
-	n := copy(p[:min(uint64(len(p)), c.remain)], (*c.buf)[c.r:c.w])
-	c.unmask(p[:n])
-	c.r += n
-	c.remain -= uint64(n)
-	return n, nil
+	return 0, c.readError(err, true)
 }
 
 // Release gives the read buffer back to the pool, keeping what it holds
-// unread (at most the start of a frame) aside. The reader calls it before
-// the connection idles. With TLS, the input buffers crypto/tls keeps for the
-// connection's life stay: Go has no API to release them.
+// unread (at most the start of a frame, when the reader idles) aside.
+// The reader calls it before the connection idles. With TLS, the input
+// buffers crypto/tls keeps for the connection's life stay: Go has no API
+// to release them.
 func (c *Conn) Release() {
-	if c.buf == nil {
+	if c.r == nil {
 		return
 	}
-	if c.r < c.w {
-		c.spare = append(c.spare[:0], (*c.buf)[c.r:c.w]...)
+	if n := c.r.Buffered(); n > 0 {
+		b, _ := c.r.Peek(n)
+		c.spare = append(c.spare[:0:0], b...)
 	}
-	c.pools.read.Put(c.buf)
-	c.buf, c.r, c.w = nil, 0, 0
+	c.r.Reset(nil)
+	c.pools.read.Put(c.r)
+	c.r = nil
 }
 
 // borrow takes a read buffer if c has none.
 func (c *Conn) borrow() {
-	if c.buf != nil {
+	if c.r != nil {
 		return
 	}
-	c.buf = c.pools.read.Get().(*[]byte)
-	c.r, c.w = 0, copy(*c.buf, c.spare)
-	c.spare = nil
-}
-
-// fill reads at least one byte more into the buffer, moving unread bytes
-// to its start first if the buffer is full.
-func (c *Conn) fill(inFrame bool) error {
-	if c.w == len(*c.buf) {
-		c.w = copy(*c.buf, (*c.buf)[c.r:c.w])
-		c.r = 0
-	}
-	n, err := c.conn.Read((*c.buf)[c.w:])
-	c.w += n
-	if n > 0 {
-		return nil
-	}
-	return c.readError(err, inFrame || c.r < c.w)
-}
-
-// need makes at least n unread bytes (n <= ReadBufferSize) available.
-func (c *Conn) need(n int) error {
-	c.borrow()
-	for c.w-c.r < n {
-		if len(*c.buf)-c.r < n {
-			c.w = copy(*c.buf, (*c.buf)[c.r:c.w])
-			c.r = 0
-		}
-		if err := c.fill(false); err != nil {
-			return err
-		}
-	}
-	return nil
+	c.r = c.pools.read.Get().(*reader)
+	c.r.Reset((*source)(c))
 }
 
 // readError records err as permanent unless it is a timeout, which the
@@ -228,118 +199,100 @@ func (c *Conn) readError(err error, inFrame bool) error {
 	return err
 }
 
+// peekHeader parses the next frame header in the read buffer without
+// consuming it, so that a timeout in its middle can be retried; it
+// returns the header and its length.
+func (c *Conn) peekHeader() (ws.Header, int, error) {
+	c.borrow()
+	r := c.r
+	need := ws.MinHeaderSize
+	for {
+		b, err := r.Peek(min(max(r.Buffered(), need), ws.MaxHeaderSize))
+		if len(b) < need {
+			return ws.Header{}, 0, c.readError(err, len(b) > 0)
+		}
+		r.hr.Reset(b)
+		h, err := ws.ReadHeaderBuffer(&r.hr, r.hbuf[:])
+		switch {
+		case err == nil:
+			return h, len(b) - r.hr.Len(), nil
+		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+			need = len(b) + 1
+		default:
+			return ws.Header{}, 0, c.protocolError(err)
+		}
+	}
+}
+
 // nextFrame reads the next frame header: a data frame's payload is then
-// read by Read; a control frame is handled here.
+// read by Read; a control frame, once whole in the buffer, is handled
+// here.
 func (c *Conn) nextFrame() error {
-	if err := c.need(2); err != nil {
+	h, n, err := c.peekHeader()
+	if err != nil {
 		return err
 	}
-	b := (*c.buf)[c.r:]
-	fin, op := b[0]&finBit != 0, b[0]&opcodeBits
-	n := 2 + 4 // masked
-	switch b[1] &^ maskBit {
-	case payloadLen16:
-		n += 2
-	case payloadLen64:
-		n += 8
+	if err := ws.CheckHeader(h, c.state); err != nil {
+		return c.protocolError(err)
 	}
-	if b[0]&reservedBits != 0 {
-		return c.protocolError("reserved bits set")
-	}
-	if b[1]&maskBit == 0 {
-		return c.protocolError("unmasked client frame")
-	}
-	if err := c.need(n); err != nil {
+	if h.OpCode.IsControl() {
+		size := n + int(h.Length) // at most 14 + 125 bytes
+		b, err := c.r.Peek(size)
+		if len(b) < size {
+			return c.readError(err, true)
+		}
+		err = c.control(h, b[n:])
+		_, _ = c.r.Discard(size)
 		return err
 	}
-	b = (*c.buf)[c.r:]
-	length := uint64(b[1] &^ maskBit)
-	switch length {
-	case payloadLen16:
-		length = uint64(binary.BigEndian.Uint16(b[2:]))
-	case payloadLen64:
-		length = binary.BigEndian.Uint64(b[2:])
-		if length>>63 != 0 {
-			return c.protocolError("payload length overflows")
-		}
+	_, _ = c.r.Discard(n)
+	if h.Fin {
+		c.state = c.state.Clear(ws.StateFragmented)
+	} else {
+		c.state = c.state.Set(ws.StateFragmented)
 	}
-	copy(c.mask[:], b[n-4:n])
-	c.maskPos = 0
-	c.r += n
-	switch op {
-	case opContinuation:
-		if !c.fragmented {
-			return c.protocolError("continuation outside a message")
-		}
-	case opText, opBinary:
-		if c.fragmented {
-			return c.protocolError("new message inside a fragmented one")
-		}
-	case opClose, opPing, opPong:
-		if !fin || length > maxControlPayload {
-			return c.protocolError("fragmented or long control frame")
-		}
-		return c.control(op, int(length))
-	default:
-		return c.protocolError("reserved opcode")
-	}
-	c.fragmented = !fin
-	c.remain = length
+	c.remain, c.mask, c.maskOff = h.Length, h.Mask, 0
 	return nil
 }
 
-// control handles one control frame whose payload of length bytes is next.
-func (c *Conn) control(op byte, length int) error {
-	if err := c.need(length); err != nil {
-		return err
-	}
-	payload := (*c.buf)[c.r : c.r+length]
-	c.r += length
-	c.unmask(payload)
-	switch op {
-	case opPing:
+// control handles a control frame whose payload, still masked, is in the
+// read buffer.
+func (c *Conn) control(h ws.Header, payload []byte) error {
+	ws.Cipher(payload, h.Mask, 0)
+	switch h.OpCode {
+	case ws.OpPing:
 		// A pong that cannot be sent surfaces at the next Write.
-		_ = c.writeControl(opPong, payload, controlTimeout)
+		_ = c.writeControl(ws.OpPong, payload, controlTimeout)
 		return nil
-	case opPong:
+	case ws.OpPong:
 		return nil
 	}
-	code := closeNoStatus
-	switch {
-	case length == 1:
-		return c.protocolError("close frame of one byte")
-	case length >= 2:
-		code = int(binary.BigEndian.Uint16(payload))
+	if len(payload) == 1 {
+		return c.protocolError(errShortClose)
 	}
+	code, reason := ws.ParseCloseFrameDataUnsafe(payload)
 	var answer []byte
-	if code != closeNoStatus {
-		answer = binary.BigEndian.AppendUint16(nil, uint16(code))
+	if !code.Empty() {
+		if err := ws.CheckCloseFrameData(code, reason); err != nil {
+			return c.protocolError(err)
+		}
+		answer = ws.NewCloseFrameBody(code, "")
 	}
-	_ = c.writeControl(opClose, answer, controlTimeout)
-	if code == closeNormal || code == closeNoStatus {
+	_ = c.writeControl(ws.OpClose, answer, controlTimeout)
+	if code.Empty() || code == ws.StatusNormalClosure {
 		c.rerr = io.EOF
 	} else {
-		c.rerr = &CloseError{Code: code}
+		c.rerr = &CloseError{Code: int(code)}
 	}
 	return c.rerr
 }
 
-// protocolError closes the WebSocket with code 1002 and ends reading.
-func (c *Conn) protocolError(reason string) error {
-	msg := binary.BigEndian.AppendUint16(nil, closeProtocol)
-	_ = c.writeControl(opClose, msg, closeFrameTimeout)
-	c.rerr = fmt.Errorf("%w: %s", ErrProtocol, reason)
+// protocolError closes the WebSocket with code 1002 and ends reading. err
+// is one of gobwas/ws's errors, which quote nothing of the peer's.
+func (c *Conn) protocolError(err error) error {
+	_ = c.writeControl(ws.OpClose, ws.NewCloseFrameBody(ws.StatusProtocolError, ""), closeFrameTimeout)
+	c.rerr = fmt.Errorf("%w: %w", ErrProtocol, err)
 	return c.rerr
-}
-
-// unmask unmasks b, the next payload bytes of the current frame.
-func (c *Conn) unmask(b []byte) {
-	pos := int(c.maskPos)
-	for i := range b {
-		b[i] ^= c.mask[pos&3]
-		pos++
-	}
-	c.maskPos = uint8(pos & 3)
 }
 
 // Write sends p as one binary message. An empty p sends nothing.
@@ -356,7 +309,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if err := c.writeFrameLocked(opBinary, p, deadline); err != nil {
+	if err := c.writeFrameLocked(ws.OpBinary, p, deadline); err != nil {
 		if c.closed.Load() {
 			return 0, errClosed
 		}
@@ -367,17 +320,17 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 // writeControl sends a control frame within timeout, unless a close frame
 // went out already.
-func (c *Conn) writeControl(op byte, payload []byte, timeout time.Duration) error {
+func (c *Conn) writeControl(op ws.OpCode, payload []byte, timeout time.Duration) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.writeControlLocked(op, payload, timeout)
 }
 
-func (c *Conn) writeControlLocked(op byte, payload []byte, timeout time.Duration) error {
+func (c *Conn) writeControlLocked(op ws.OpCode, payload []byte, timeout time.Duration) error {
 	if c.closeSent {
 		return nil
 	}
-	if op == opClose {
+	if op == ws.OpClose {
 		c.closeSent = true
 	}
 	return c.writeFrameLocked(op, payload, time.Now().Add(timeout))
@@ -386,39 +339,33 @@ func (c *Conn) writeControlLocked(op byte, payload []byte, timeout time.Duration
 // writeFrameLocked writes one final frame; c.wmu is held. A failed write
 // leaves the stream broken (a frame may have gone out in part, and TLS has
 // spent a record's sequence number): every later write fails.
-func (c *Conn) writeFrameLocked(op byte, p []byte, deadline time.Time) error {
+func (c *Conn) writeFrameLocked(op ws.OpCode, p []byte, deadline time.Time) error {
 	if c.wfailed.Load() {
 		return errWriteFailed
 	}
 	if err := c.conn.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
-	bp := c.pools.write.Get().(*[]byte)
-	defer c.pools.write.Put(bp)
-	b := appendHeader((*bp)[:0], op, len(p))
+	f := c.pools.write.Get().(*frameBuffer)
+	defer func() {
+		f.buf = f.buf[:0]
+		c.pools.write.Put(f)
+	}()
+	h := ws.Header{Fin: true, OpCode: op, Length: int64(len(p))}
+	if err := ws.WriteHeaderBuffer(f, h, f.scratch[:]); err != nil {
+		return err
+	}
 	var err error
-	if len(b)+len(p) <= cap(b) {
-		_, err = c.conn.Write(append(b, p...))
-	} else if _, err = c.conn.Write(b); err == nil {
+	if len(f.buf)+len(p) <= cap(f.buf) {
+		f.buf = append(f.buf, p...)
+		_, err = c.conn.Write(f.buf)
+	} else if _, err = c.conn.Write(f.buf); err == nil {
 		_, err = c.conn.Write(p)
 	}
 	if err != nil {
 		c.wfailed.Store(true)
 	}
 	return err
-}
-
-// appendHeader appends the header of a final unmasked frame.
-func appendHeader(b []byte, op byte, n int) []byte {
-	b = append(b, finBit|op)
-	switch {
-	case n <= maxPayloadLen7:
-		return append(b, byte(n))
-	case n <= maxPayloadLen16:
-		return binary.BigEndian.AppendUint16(append(b, payloadLen16), uint16(n))
-	default:
-		return binary.BigEndian.AppendUint64(append(b, payloadLen64), uint64(n))
-	}
 }
 
 // Close sends a close frame (best effort, bounded by a short deadline, and
@@ -431,7 +378,7 @@ func (c *Conn) Close() error {
 		if c.wmu.TryLock() {
 			// An error here (peer gone, write blocked) does not matter: the
 			// socket is closed next either way.
-			_ = c.writeControlLocked(opClose, binary.BigEndian.AppendUint16(nil, closeNormal), closeFrameTimeout)
+			_ = c.writeControlLocked(ws.OpClose, ws.NewCloseFrameBody(ws.StatusNormalClosure, ""), closeFrameTimeout)
 			c.wmu.Unlock()
 		} else {
 			// A write is under way: crypto/tls would close without its

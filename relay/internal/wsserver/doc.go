@@ -1,6 +1,8 @@
 // Package wsserver is the server side of RFC 6455 WebSocket as the relay's
 // carriers need it, made for many connections that are idle most of the
-// time.
+// time, over gobwas/ws: the library answers the opening handshake, reads,
+// checks and unmasks frames and encodes them; this package borrows and
+// gives back the buffers and keeps each connection's small state.
 //
 // Upgrade answers an opening handshake on a hijacked connection and returns
 // a Conn, a net.Conn whose reads are the payload of consecutive data
@@ -13,14 +15,15 @@
 // crypto/tls keeps for a connection's life: a record buffer as large as the
 // largest record read ahead (the ClientHello's at least) and a handshake
 // buffer as large as the ClientHello; Go has no API to release them. A read
-// timeout is not permanent (a Read may be retried after one, and a frame read in part
-// continues), so that the caller can wait for a connection with short
+// timeout is not permanent (a Read may be retried after one, and a frame
+// read in part continues: a header is parsed only once whole in the
+// buffer), so that the caller can wait for a connection with short
 // deadlines and hand it to a readiness poller between them.
 //
 // Reading answers pings with pongs, ignores pongs, rejects unmasked,
-// reserved or malformed frames (closing with a protocol-error close frame),
-// and on a close frame answers it and returns io.EOF for codes 1000 and
-// 1005 and a *CloseError otherwise.
+// reserved or malformed frames and invalid close codes (closing with a
+// protocol-error close frame), and on a close frame answers it and returns
+// io.EOF for code 1000 or none and a *CloseError otherwise.
 //
 // Concurrency: one goroutine reads at a time and one writes at a time
 // (Read may write a pong or a close frame; writes are serialized inside);

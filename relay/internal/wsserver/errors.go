@@ -12,6 +12,9 @@ var (
 	ErrHandshake = errors.New("websocket: bad handshake")
 	// ErrProtocol wraps how a peer broke RFC 6455.
 	ErrProtocol = errors.New("websocket: protocol error")
+	// errShortClose is why a close frame of one byte is a protocol error
+	// (RFC 6455, section 5.5.1: none, or a two-byte code).
+	errShortClose = errors.New("close frame of one byte")
 	// errWriteFailed is returned by writes after one failed.
 	errWriteFailed = errors.New("websocket: an earlier write failed")
 	// errClosed is returned by Read and Write after Close; it matches both

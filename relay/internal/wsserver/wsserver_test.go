@@ -19,6 +19,24 @@ import (
 // testTimeout makes a test fail rather than hang.
 const testTimeout = 30 * time.Second
 
+// RFC 6455's opcodes, bits and lengths, for frames written by hand.
+const (
+	opContinuation = 0x0
+	opText         = 0x1
+	opBinary       = 0x2
+	opClose        = 0x8
+	opPing         = 0x9
+	opPong         = 0xa
+
+	closeNormal     = 1000
+	finBit          = 0x80
+	maskBit         = 0x80
+	payloadLen16    = 126
+	payloadLen64    = 127
+	maxPayloadLen7  = 125
+	maxPayloadLen16 = 0xffff
+)
+
 // pair upgrades one connection from a gorilla client (over TLS with
 // useTLS) and returns both ends.
 func pair(t *testing.T, useTLS bool) (*Conn, *websocket.Conn) {
@@ -305,7 +323,7 @@ func TestHandshakeRefusals(t *testing.T) {
 		{"POST", http.MethodPost, "", "", http.StatusMethodNotAllowed},
 		{"no upgrade", http.MethodGet, "Upgrade", "", http.StatusBadRequest},
 		{"no connection", http.MethodGet, "Connection", "close", http.StatusBadRequest},
-		{"version 8", http.MethodGet, "Sec-Websocket-Version", "8", http.StatusBadRequest},
+		{"version 8", http.MethodGet, "Sec-Websocket-Version", "8", http.StatusUpgradeRequired},
 		{"short key", http.MethodGet, "Sec-Websocket-Key", "c2hvcnQ=", http.StatusBadRequest},
 	} {
 		req, err := http.NewRequest(tt.method, srv.URL, nil)
