@@ -139,9 +139,10 @@ writeModules(web, ['web/page.js', 'web/badge.js']);
 writePage('web/index.html', join(web, 'index.html'));
 writePage('web/badge.html', join(web, 'badge.html'));
 copyFileSync(join(here, 'src/web/style.css'), join(web, 'style.css'));
+const icons = { 16: png(16), 32: png(32), 48: png(48), 128: png(128) };
+writeFileSync(join(web, 'icon.png'), icons[32]);
 
 // The extensions.
-const icons = { 16: png(16), 32: png(32), 48: png(48), 128: png(128) };
 /** @param {'chromium' | 'firefox'} browser */
 function extension(browser) {
   const dir = join(out, browser);

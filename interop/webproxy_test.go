@@ -1,0 +1,251 @@
+package interop
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/testkit/browsertest"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
+)
+
+// The browser proxy (webproxy/, JavaScript) runs in Debian's headless
+// Chromium, in the child test process's network namespace, beside the
+// chain's broker, relay and client. Chromium gathers no ICE candidate on
+// loopback, so the namespace gets one more interface with an address and a
+// default route (a veth pair whose ends both stay in it); the client's
+// WebRTC reaches the browser there, and the browser reaches the broker,
+// the NAT probe and the relay (wss://, a certificate Chromium is told to
+// trust by its key's hash) on 127.0.0.1.
+
+// browserIfAddr is the address the namespace's extra interface carries.
+const browserIfAddr = "198.18.5.1"
+
+// browserNetwork gives the child's namespace the interface Chromium
+// gathers candidates on.
+func browserNetwork(t *testing.T) {
+	t.Helper()
+	ip := lookCommand("ip")
+	for _, args := range [][]string{
+		{"link", "add", "wp0", "type", "veth", "peer", "name", "wp1"},
+		{"addr", "add", browserIfAddr + "/24", "dev", "wp0"},
+		{"link", "set", "wp0", "up"},
+		{"link", "set", "wp1", "up"},
+		{"route", "add", "default", "dev", "wp0"},
+	} {
+		if out, err := exec.Command(ip, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// relayCertificate writes a self-signed certificate for 127.0.0.1 into dir
+// and returns the files and the base64 SHA-256 of its public key, which
+// Chromium's -ignore-certificate-errors-spki-list trusts.
+func relayCertificate(t *testing.T, dir string) (*RelayTLS, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "flurry test relay"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := &RelayTLS{CertFile: filepath.Join(dir, "relay.crt"), KeyFile: filepath.Join(dir, "relay.key")}
+	if err := os.WriteFile(files.CertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(files.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spki, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(spki)
+	return files, base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// buildWebProxy builds the browser proxy for the chain's network into a
+// directory of the test and returns it; extra flags go to the build.
+func buildWebProxy(t *testing.T, c *Chain, extra ...string) string {
+	t.Helper()
+	node := testenv.LookPath(t, "node", "nodejs")
+	out := filepath.Join(t.TempDir(), "webproxy")
+	args := append([]string{filepath.Join("..", "webproxy", "build.mjs"), "-out", out,
+		"-broker", c.BrokerURL, "-relay-pattern", "^127.0.0.1:*$", "-relay", c.RelayURL,
+		"-nat-probe", c.NATProbeURL, "-stun", "", "-allow-private-relay"}, extra...)
+	if b, err := exec.Command(node, args...).CombinedOutput(); err != nil {
+		t.Fatalf("build the browser proxy: %v\n%s", err, b)
+	}
+	return out
+}
+
+// serveDir serves dir over HTTP on 127.0.0.1 (a secure context for the
+// browser) until the test ends, and returns its URL.
+func serveDir(t *testing.T, dir string) string {
+	t.Helper()
+	s := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(s.Close)
+	return s.URL + "/"
+}
+
+// webProxyState is what the test page shows as JSON (src/proxy.js).
+type webProxyState struct {
+	Running         bool
+	NAT             string `json:"nat"`
+	NATTest         string `json:"natTest"`
+	Relay           string `json:"relay"`
+	Broker          string `json:"broker"`
+	Clients         int    `json:"clients"`
+	Helped          int    `json:"helped"`
+	Failed          int    `json:"failed"`
+	BytesToClient   int64  `json:"bytesToClient"`
+	BytesFromClient int64  `json:"bytesFromClient"`
+}
+
+// browserProxy is a headless Chromium running the browser proxy's test page.
+type browserProxy struct {
+	tab      context.Context
+	problems func() []string
+}
+
+// chromiumFlags let the page's WebRTC use host candidates (no mDNS names)
+// and trust the relay's certificate.
+func chromiumFlags(spki string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.Flag("disable-features", "WebRtcHideLocalIpsWithMdns"),
+		chromedp.Flag("ignore-certificate-errors-spki-list", spki),
+	}
+}
+
+// startBrowserProxy opens the test page of the web build at webURL in a
+// new headless Chromium.
+func startBrowserProxy(t *testing.T, webURL, spki string) *browserProxy {
+	t.Helper()
+	tab, problems := browsertest.New(t, chromiumFlags(spki)...)
+	browsertest.Run(t, tab, "open the test page", chromedp.Navigate(webURL+"index.html"))
+	return &browserProxy{tab: tab, problems: problems}
+}
+
+// state reads the page's state.
+func (b *browserProxy) state(t *testing.T) webProxyState {
+	t.Helper()
+	raw := browsertest.Run(t, b.tab, "read the state",
+		chromedp.Evaluate[string](`document.getElementById("state-json").textContent`))
+	var s webProxyState
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		t.Fatalf("page state %q: %v", raw, err)
+	}
+	return s
+}
+
+// waitState polls the page's state until ok accepts it, or fails the test
+// after a far bound.
+func (b *browserProxy) waitState(t *testing.T, what string, ok func(webProxyState) bool) webProxyState {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		s := b.state(t)
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: state %+v; page problems: %q", what, s, b.problems())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startBrowserChain starts a chain of roles without a proxy process, its
+// relay serving wss://, and the browser proxy in Chromium polling its
+// broker, ready once the NAT test has passed and the broker answered.
+func startBrowserChain(t *testing.T, ctx context.Context, roles Roles) (*Chain, *browserProxy) {
+	t.Helper()
+	browserNetwork(t)
+	relayTLS, spki := relayCertificate(t, t.TempDir())
+	c := startChainConfig(t, ctx, ChainConfig{Roles: roles, FileSize: chainFileSize, NoProxy: true,
+		RelayTLS: relayTLS, NATProbeAllInterfaces: true})
+	web := serveDir(t, filepath.Join(buildWebProxy(t, c), "web"))
+	b := startBrowserProxy(t, web, spki)
+	b.waitState(t, "the NAT test and a first poll", func(s webProxyState) bool {
+		return s.NAT == "unrestricted" && s.Broker == "ok" && s.Relay == "reachable"
+	})
+	return c, b
+}
+
+// browserRoles are the chains the browser proxy serves: Flurry's client,
+// broker and relay, and Snowflake's client and broker with Flurry's relay
+// (the only one that takes a certificate file).
+func browserRoles() []Roles {
+	return []Roles{
+		{Broker: Flurry, Proxy: Flurry, Client: Flurry, Relay: Flurry},
+		{Broker: Snowflake, Proxy: Flurry, Client: Snowflake, Relay: Flurry},
+	}
+}
+
+// TestWebProxyChain downloads 20 MiB through the browser proxy in headless
+// Chromium, with Flurry's client and broker and with Snowflake's, and
+// checks the SHA-256, that the page counts the person it helped, and that
+// the page logged no error.
+func TestWebProxyChain(t *testing.T) {
+	for _, roles := range browserRoles() {
+		t.Run(roles.Client.String(), func(t *testing.T) {
+			if !inNetns(t, nil) {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			c, b := startBrowserChain(t, ctx, roles)
+			res, err := demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, nil)
+			if err != nil {
+				t.Fatalf("download: %v; page state %+v", err, b.state(t))
+			}
+			t.Logf("%d bytes intact through the browser proxy, first byte after %v, %.2f MB/s",
+				res.Bytes, res.FirstByte.Round(time.Millisecond), res.Throughput()/1e6)
+			s := b.waitState(t, "the byte counts", func(s webProxyState) bool { return s.BytesToClient >= res.Bytes })
+			if s.Helped < 1 {
+				t.Errorf("the page helped %d people, want at least 1", s.Helped)
+			}
+			for _, p := range b.problems() {
+				if strings.HasPrefix(p, "exception") || strings.Contains(p, "log error") {
+					t.Errorf("page problem: %s", p)
+				}
+			}
+		})
+	}
+}
