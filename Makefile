@@ -25,7 +25,7 @@ VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab snowflake-bins sidebyside
+.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab snowflake-bins sidebyside webproxy webproxy-test
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
@@ -42,7 +42,7 @@ build: ## Build every cmd/* binary into ./bin (-trimpath, reproducible)
 		$(GO) build -trimpath -ldflags=-buildid= -o $(BIN)/ $(CMDS) && ls $(BIN); \
 	else echo 'no commands yet'; fi
 
-test: fmt-check vet lint race bench-smoke ## gofmt check, go vet, lint, go test -race, every benchmark once, allocation tests
+test: fmt-check vet lint race bench-smoke webproxy-test ## gofmt check, go vet, lint, go test -race, every benchmark once, allocation tests, the browser proxy's unit tests
 
 fmt-check: ## Fail if any Go file is not gofmt-formatted
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
@@ -120,6 +120,23 @@ deb-check: ## Debian packages of this machine's architecture: built, checked wit
 
 release-check: ## Reproducibility: one release binary built in two copies of the tree, the second with an empty build cache, must be identical
 	GO=$(GO) scripts/release.sh -check
+
+# The browser proxy (webproxy/, JavaScript, no npm dependencies): built for
+# one network from webproxy/config.json, whose values these variables
+# override. See docs/webproxy.md.
+NODE ?= node
+NPM  ?= npm
+WEBPROXY_OUT ?= out/webproxy
+webproxy: ## Build the browser proxy for a network: make webproxy BROKER=https://broker.example/ RELAY_PATTERN='relay.example$$' [RELAY=wss://… NATPROBE=https://… STUN=stun:…,stun:… CAPACITY=N] (extension, badge, test page in out/webproxy)
+	cd webproxy && $(NPM) ci --ignore-scripts --no-audit --no-fund --silent
+	$(NODE) webproxy/build.mjs -out $(WEBPROXY_OUT) $(if $(BROKER),-broker '$(BROKER)') \
+		$(if $(RELAY_PATTERN),-relay-pattern '$(RELAY_PATTERN)') $(if $(RELAY),-relay '$(RELAY)') \
+		$(if $(NATPROBE),-nat-probe '$(NATPROBE)') $(if $(STUN),-stun '$(STUN)') $(if $(CAPACITY),-capacity '$(CAPACITY)')
+
+webproxy-test: ## The browser proxy's unit tests (node --test) and a syntax check of every file; the browser tests are in make interop
+	cd webproxy && $(NPM) ci --ignore-scripts --no-audit --no-fund --silent
+	cd webproxy && for f in build.mjs src/*.js src/*/*.js; do $(NODE) --check $$f || exit 1; done
+	cd webproxy && $(NODE) --test test/
 
 clean: ## Remove build output and test caches
 	rm -rf $(BIN) out
