@@ -191,21 +191,41 @@ func (b *browserProxy) waitState(t *testing.T, what string, ok func(webProxyStat
 	}
 }
 
-// startBrowserChain starts a chain of roles without a proxy process, its
-// relay serving wss://, and the browser proxy in Chromium polling its
-// broker, ready once the NAT test has passed and the broker answered.
-func startBrowserChain(t *testing.T, ctx context.Context, roles Roles) (*Chain, *browserProxy) {
+// browserChain is a chain without a proxy process, its relay serving
+// wss://, and the browser proxy built for it.
+type browserChain struct {
+	*Chain
+	build string // the webproxy build's directory
+	spki  string // the relay certificate's key hash, for Chromium
+}
+
+// startBrowserChainOnly starts a chain of roles for a browser proxy and
+// builds the browser proxy for it; extra flags go to the build.
+func startBrowserChainOnly(t *testing.T, ctx context.Context, roles Roles, extra ...string) *browserChain {
 	t.Helper()
 	browserNetwork(t)
 	relayTLS, spki := relayCertificate(t, t.TempDir())
 	c := startChainConfig(t, ctx, ChainConfig{Roles: roles, FileSize: chainFileSize, NoProxy: true,
 		RelayTLS: relayTLS, NATProbeAllInterfaces: true})
-	web := serveDir(t, filepath.Join(buildWebProxy(t, c), "web"))
-	b := startBrowserProxy(t, web, spki)
-	b.waitState(t, "the NAT test and a first poll", func(s webProxyState) bool {
-		return s.NAT == "unrestricted" && s.Broker == "ok" && s.Relay == "reachable"
-	})
-	return c, b
+	return &browserChain{Chain: c, build: buildWebProxy(t, c, extra...), spki: spki}
+}
+
+// ready reports whether a proxy's state says it can serve: its NAT test
+// passed, the broker answered and the default relay is reachable.
+func ready(s webProxyState) bool {
+	return s.NAT == "unrestricted" && s.Broker == "ok" && s.Relay == "reachable"
+}
+
+// startBrowserChain starts a chain of roles without a proxy process, its
+// relay serving wss://, and the browser proxy's test page in Chromium
+// polling its broker, ready once the NAT test has passed and the broker
+// answered.
+func startBrowserChain(t *testing.T, ctx context.Context, roles Roles) (*Chain, *browserProxy) {
+	t.Helper()
+	c := startBrowserChainOnly(t, ctx, roles)
+	b := startBrowserProxy(t, serveDir(t, filepath.Join(c.build, "web")), c.spki)
+	b.waitState(t, "the NAT test and a first poll", ready)
+	return c.Chain, b
 }
 
 // browserRoles are the chains the browser proxy serves: Flurry's client,
@@ -247,5 +267,104 @@ func TestWebProxyChain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// extensionState reads, in the extension's popup page, what its service
+// worker stored: the proxy's last state, the switch and the count of
+// people helped.
+type extensionState struct {
+	State   webProxyState `json:"state"`
+	Enabled bool          `json:"enabled"`
+	Helped  int           `json:"helped"`
+}
+
+// readExtension reads the extension's storage from its popup page.
+func readExtension(t *testing.T, popup context.Context) extensionState {
+	t.Helper()
+	raw := browsertest.Run(t, popup, "read the extension's storage", chromedp.Evaluate[string](`(async () => {
+		const l = await chrome.storage.local.get(["enabled", "helped"]);
+		const s = await chrome.storage.session.get("state");
+		return JSON.stringify({state: s.state ?? {}, enabled: l.enabled ?? true, helped: l.helped ?? 0});
+	})()`, chromedp.EvalAwaitPromise))
+	var s extensionState
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		t.Fatalf("extension storage %q: %v", raw, err)
+	}
+	return s
+}
+
+// waitExtension polls the extension's storage until ok accepts it.
+func waitExtension(t *testing.T, popup context.Context, what string, ok func(extensionState) bool) extensionState {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		s := readExtension(t, popup)
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: extension state %+v", what, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestWebProxyExtension loads the Chromium extension (Manifest V3: a
+// service worker and an offscreen document running the proxy) unpacked in
+// headless Chromium, downloads 20 MiB through it with Flurry's client and
+// broker, and checks what its popup shows: on, the person helped, then
+// off once switched off, with the offscreen document gone.
+func TestWebProxyExtension(t *testing.T) {
+	if !inNetns(t, nil) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := startBrowserChainOnly(t, ctx, browserRoles()[0])
+	ext := filepath.Join(c.build, "chromium")
+	browser, _ := browsertest.New(t, append(chromiumFlags(c.spki),
+		chromedp.Flag("load-extension", ext), chromedp.Flag("disable-extensions-except", ext))...)
+	var id string
+	deadline := time.Now().Add(30 * time.Second)
+	for id == "" {
+		targets, err := chromedp.Targets(browser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ti := range targets {
+			if rest, ok := strings.CutPrefix(ti.URL, "chrome-extension://"); ok && strings.HasSuffix(ti.URL, "/background.js") {
+				id, _, _ = strings.Cut(rest, "/")
+			}
+		}
+		if id == "" && time.Now().After(deadline) {
+			t.Fatalf("the extension's service worker never started; targets %+v", targets)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	popup, cancelPopup := chromedp.NewContext(browser)
+	defer cancelPopup()
+	browsertest.Run(t, popup, "open the popup", chromedp.Navigate("chrome-extension://"+id+"/popup.html"))
+	waitExtension(t, popup, "the proxy ready", func(s extensionState) bool { return s.Enabled && ready(s.State) })
+
+	res, err := demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, nil)
+	if err != nil {
+		t.Fatalf("download: %v; extension %+v", err, readExtension(t, popup))
+	}
+	t.Logf("%d bytes intact through the extension, first byte after %v, %.2f MB/s",
+		res.Bytes, res.FirstByte.Round(time.Millisecond), res.Throughput()/1e6)
+	waitExtension(t, popup, "the person helped", func(s extensionState) bool { return s.Helped >= 1 })
+	if got := browsertest.Run(t, popup, "read the popup", chromedp.Text(chromedp.CSS("#helped"))); got != "You have helped 1 person." {
+		t.Errorf("the popup says %q", got)
+	}
+
+	browsertest.Run(t, popup, "switch the extension off", chromedp.Click(chromedp.CSS("#enabled")))
+	waitExtension(t, popup, "the proxy stopped", func(s extensionState) bool { return !s.Enabled && !s.State.Running })
+	if got := browsertest.Run(t, popup, "count offscreen documents", chromedp.Evaluate[int](
+		`chrome.runtime.getContexts({contextTypes: ["OFFSCREEN_DOCUMENT"]}).then((c) => c.length)`, chromedp.EvalAwaitPromise)); got != 0 {
+		t.Errorf("%d offscreen documents after switching off", got)
+	}
+	if got := browsertest.Run(t, popup, "read the popup", chromedp.Text(chromedp.CSS("#headline"))); got != "Off" {
+		t.Errorf("the switched-off popup says %q", got)
 	}
 }
