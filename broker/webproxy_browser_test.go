@@ -67,7 +67,7 @@ func TestWebProxyBadge(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-		browsertest.Run(t, ctx, "open the site", chromedp.Navigate(site.URL))
+	browsertest.Run(t, ctx, "open the site", chromedp.Navigate(site.URL))
 	frames := browsertest.Run(t, ctx, "find the badge", chromedp.Nodes(chromedp.CSS("iframe")))
 	inBadge := chromedp.FromNode(frames[0])
 	browsertest.Run(t, ctx, "wait for the badge", chromedp.WaitVisible(chromedp.CSS("#enabled"), inBadge))
