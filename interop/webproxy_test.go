@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -366,5 +368,182 @@ func TestWebProxyExtension(t *testing.T) {
 	}
 	if got := browsertest.Run(t, popup, "read the popup", chromedp.Text(chromedp.CSS("#headline"))); got != "Off" {
 		t.Errorf("the switched-off popup says %q", got)
+	}
+}
+
+// pageLog returns the lines the test page logged.
+func (b *browserProxy) pageLog(t *testing.T) string {
+	t.Helper()
+	return browsertest.Run(t, b.tab, "read the page log", chromedp.Evaluate[string](`document.getElementById("log").textContent`))
+}
+
+// warnings returns the warnings the page shows.
+func (b *browserProxy) warnings(t *testing.T) string {
+	t.Helper()
+	return browsertest.Run(t, b.tab, "read the warnings", chromedp.Evaluate[string](`document.getElementById("warnings").textContent`))
+}
+
+// TestWebProxyBadBroker gives the browser proxy a broker that replies with
+// garbage, a status carrying markup, and a match whose relay is outside the
+// proxy's pattern, each followed by a "no match": the page logs each
+// refusal with a fixed text (never the broker's), sends no answer for the
+// refused relay, throws no exception, and keeps polling.
+func TestWebProxyBadBroker(t *testing.T) {
+	const peer = "PEER-TEXT"
+	offer, err := json.Marshal(map[string]string{"type": "offer", "sdp": "v=0\r\nc=IN IP4 0.0.0.0\r\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside, err := json.Marshal(map[string]any{"Status": "client match", "Offer": string(offer), "NAT": "unknown",
+		"NextPoll": 1000, "RelayURL": "wss://relay." + peer + ".example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noMatch := `{"Status":"no match","Offer":"","NAT":"","NextPoll":1000,"RelayURL":""}`
+	replies := []string{peer + "<b>not json", noMatch, `{"Status":"<script>` + peer + `</script>"}`, noMatch, string(outside), noMatch}
+	var mu sync.Mutex
+	polls, answers := 0, 0
+	brokerSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/proxy":
+			w.Write([]byte(replies[min(polls, len(replies)-1)]))
+			polls++
+		case "/answer":
+			answers++
+			w.Write([]byte(`{"Status":"success"}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(brokerSrv.Close)
+	node := testenv.LookPath(t, "node", "nodejs")
+	out := filepath.Join(t.TempDir(), "webproxy")
+	if b, err := exec.Command(node, filepath.Join("..", "webproxy", "build.mjs"), "-out", out, "-broker", brokerSrv.URL+"/",
+		"-relay-pattern", "^127.0.0.1:*$", "-allow-private-relay", "-stun", "").CombinedOutput(); err != nil {
+		t.Fatalf("build the browser proxy: %v\n%s", err, b)
+	}
+	b := startBrowserProxy(t, serveDir(t, filepath.Join(out, "web")), "")
+	s := b.waitState(t, "every reply", func(s webProxyState) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return polls > len(replies) && s.Broker == "ok"
+	})
+	if s.Failed != 1 {
+		t.Errorf("%d sessions failed, want 1 (the relay outside the pattern)", s.Failed)
+	}
+	mu.Lock()
+	if answers != 0 {
+		t.Errorf("the proxy answered %d offers whose relay is outside its pattern", answers)
+	}
+	mu.Unlock()
+	log := b.pageLog(t)
+	for _, want := range []string{"poll failed: reply is not a valid message", "poll failed: reply has an unknown status",
+		"relay refused: relay hostname does not match the accepted pattern"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the page did not log %q:\n%s", want, log)
+		}
+	}
+	for _, p := range append(b.problems(), log) {
+		if strings.Contains(p, peer) || strings.HasPrefix(p, "exception") {
+			t.Errorf("page problem or broker text in the log: %s", p)
+		}
+	}
+}
+
+// TestWebProxyFaults runs one chain (Flurry's client, broker and relay)
+// through the faults a browser proxy meets, with a capacity of one client:
+// while it serves one, it does not poll; a client that vanishes mid-download
+// ends its session and the proxy goes on polling; a relay that is down at
+// start and a broker that goes down are shown as such.
+func TestWebProxyFaults(t *testing.T) {
+	if !inNetns(t, nil) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := startBrowserChainOnly(t, ctx, browserRoles()[0], "-capacity", "1")
+	web := serveDir(t, filepath.Join(c.build, "web"))
+	b := startBrowserProxy(t, web, c.spki)
+	b.waitState(t, "the proxy ready", ready)
+	available := func() string {
+		r, err := http.Get(c.BrokerURL + "debug")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(string(body), "\n")
+		return first
+	}
+
+	t.Run("capacity", func(t *testing.T) {
+		// A download that reads one byte and waits keeps its session open.
+		conn, err := demo.DialSOCKS5(ctx, c.SOCKSAddr, c.Target.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write([]byte("GET " + demo.FilePath + " HTTP/1.1\r\nHost: target\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(conn, make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		b.waitState(t, "one client", func(s webProxyState) bool { return s.Clients == 1 })
+		// The broker holds a poll for 10 s and the proxy polls every 2 s:
+		// over 5 s a poll would have been seen.
+		for range 10 {
+			if got := available(); got != "current snowflakes available: 0" {
+				t.Fatalf("at capacity, the broker says %q; state %+v", got, b.state(t))
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if s := b.state(t); s.Clients != 1 {
+			t.Fatalf("the session ended during the check: %+v", s)
+		}
+		conn.Close()
+		b.waitState(t, "the session's end", func(s webProxyState) bool { return s.Clients == 0 })
+	})
+
+	t.Run("client vanishes", func(t *testing.T) {
+		progress := &demo.Progress{}
+		go demo.FetchTarget(ctx, c.SOCKSAddr, c.Target, progress)
+		b.waitState(t, "bytes to the client", func(s webProxyState) bool { return s.Clients == 1 && s.BytesToClient > 0 })
+		c.Client.Kill()
+		end := b.waitState(t, "the session's end", func(s webProxyState) bool { return s.Clients == 0 })
+		if !end.Running || end.Broker != "ok" {
+			t.Errorf("after the client vanished the proxy is %+v", end)
+		}
+		if got := available(); got != "current snowflakes available: 1" {
+			t.Errorf("after the session the broker says %q, want the proxy polling", got)
+		}
+	})
+
+	t.Run("relay down", func(t *testing.T) {
+		c.Relay.Kill()
+		browsertest.Run(t, b.tab, "reload the page", chromedp.Reload())
+		b.waitState(t, "the relay check", func(s webProxyState) bool { return s.Relay == "unreachable" })
+		if w := b.warnings(t); !strings.Contains(w, "The relay cannot be reached") {
+			t.Errorf("the page warns %q", w)
+		}
+	})
+
+	t.Run("broker down", func(t *testing.T) {
+		c.Broker.Kill()
+		b.waitState(t, "a failed poll", func(s webProxyState) bool { return s.Broker == "unreachable" })
+		if w := b.warnings(t); !strings.Contains(w, "The broker cannot be reached") {
+			t.Errorf("the page warns %q", w)
+		}
+	})
+	for _, p := range b.problems() {
+		if strings.HasPrefix(p, "exception") {
+			t.Errorf("page problem: %s", p)
+		}
 	}
 }
