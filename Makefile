@@ -89,12 +89,12 @@ lint: ## staticcheck, deadcode, govulncheck (fails on vulnerable modules, warns 
 
 interop: ## Against Snowflake v2.14.1 built from its Go module: mixed chains, failover, differential and flag-parity tests (nested module interop/, see docs/interop.md)
 	cd interop && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \
-		$(GO) run ./cmd/snowflake-bins >/dev/null && $(GO) test -v -count=1 -timeout 15m -skip '^TestCensorLab(Switch)?$$' ./...
+		$(GO) run ./cmd/snowflake-bins >/dev/null && $(GO) test -v -count=1 -timeout 15m -skip '^TestCensorLab(Switch|WebProxy)?$$' ./...
 
 censorlab: ## Flurry and Snowflake v2.14.1 through each censor program of the network lab, client behind a user-space middlebox (root; matrix printed, JSON in out/censorlab.json; see docs/censorship.md)
 	@mkdir -p out
 	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
-		FLURRY_CENSORLAB_OUT=$(abspath out/censorlab.json) $(GO) test -v -count=1 -timeout 15m -parallel 8 -run '^TestCensorLab(Switch)?$$' .
+		FLURRY_CENSORLAB_OUT=$(abspath out/censorlab.json) $(GO) test -v -count=1 -timeout 15m -parallel 8 -run '^TestCensorLab(Switch|WebProxy)?$$' .
 
 pathlab: ## Snowflake v2.14.1, Flurry, the mixed chains and plain TCP side by side on the lab's path profiles (root; about 15 minutes; see docs/performance.md)
 	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \

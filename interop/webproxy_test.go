@@ -29,6 +29,8 @@ import (
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/browsertest"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
+	"github.com/flurrypt/flurry/netlab"
+	"github.com/flurrypt/flurry/netlab/censor"
 )
 
 // The browser proxy (webproxy/, JavaScript) runs in Debian's headless
@@ -61,10 +63,10 @@ func browserNetwork(t *testing.T) {
 	}
 }
 
-// relayCertificate writes a self-signed certificate for 127.0.0.1 into dir
-// and returns the files and the base64 SHA-256 of its public key, which
-// Chromium's -ignore-certificate-errors-spki-list trusts.
-func relayCertificate(t *testing.T, dir string) (*RelayTLS, string) {
+// relayCertificate writes a self-signed certificate for ip (127.0.0.1 if
+// nil) into dir and returns the files and the base64 SHA-256 of its public
+// key, which Chromium's -ignore-certificate-errors-spki-list trusts.
+func relayCertificate(t *testing.T, dir string, ip ...net.IP) (*RelayTLS, string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -75,7 +77,7 @@ func relayCertificate(t *testing.T, dir string) (*RelayTLS, string) {
 		Subject:      pkix.Name{CommonName: "flurry test relay"},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		IPAddresses:  append(ip, net.IPv4(127, 0, 0, 1)),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
@@ -109,7 +111,7 @@ func buildWebProxy(t *testing.T, c *Chain, extra ...string) string {
 	node := testenv.LookPath(t, "node", "nodejs")
 	out := filepath.Join(t.TempDir(), "webproxy")
 	args := append([]string{filepath.Join("..", "webproxy", "build.mjs"), "-out", out,
-		"-broker", c.BrokerURL, "-relay-pattern", "^127.0.0.1:*$", "-relay", c.RelayURL,
+		"-broker", c.BrokerURL, "-relay-pattern", "^" + c.host() + ":*$", "-relay", c.RelayURL,
 		"-nat-probe", c.NATProbeURL, "-stun", "", "-allow-private-relay"}, extra...)
 	if b, err := exec.Command(node, args...).CombinedOutput(); err != nil {
 		t.Fatalf("build the browser proxy: %v\n%s", err, b)
@@ -156,10 +158,10 @@ func chromiumFlags(spki string) []chromedp.ExecAllocatorOption {
 }
 
 // startBrowserProxy opens the test page of the web build at webURL in a
-// new headless Chromium.
-func startBrowserProxy(t *testing.T, webURL, spki string) *browserProxy {
+// new headless Chromium; flags are added to its command line.
+func startBrowserProxy(t *testing.T, webURL, spki string, flags ...chromedp.ExecAllocatorOption) *browserProxy {
 	t.Helper()
-	tab, problems := browsertest.New(t, chromiumFlags(spki)...)
+	tab, problems := browsertest.New(t, append(chromiumFlags(spki), flags...)...)
 	browsertest.Run(t, tab, "open the test page", chromedp.Navigate(webURL+"index.html"))
 	return &browserProxy{tab: tab, problems: problems}
 }
@@ -546,4 +548,84 @@ func TestWebProxyFaults(t *testing.T) {
 			t.Errorf("page problem: %s", p)
 		}
 	}
+}
+
+// TestCensorLabWebProxy puts the client behind the lab's middlebox running
+// dtls-ja4-block, the censor that drops DTLS flows whose ClientHello has
+// pion's default fingerprint, and downloads through a Flurry proxy that
+// sends pion's own hello (-covertdtls-config disable), then through the
+// browser proxy in Chromium on the lab's outside: the browser, which
+// answers and so sends the DTLS ClientHello, gets through where pion's
+// default hello does not.
+func TestCensorLabWebProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the censor lab takes minutes")
+	}
+	testenv.Root(t, "the censor lab's namespaces and TUN devices")
+	fl, sf := binaries(t)
+	const program = "dtls-ja4-block"
+	control := runLabCell(t, 900, labConfig{Name: "flurry-disable", Roles: Roles{}, Covert: "disable"}, program, nil, fl, sf)
+	if control.Through {
+		t.Errorf("pion's default hello got through %s", program)
+	}
+	t.Logf("pion's default hello: through=%v (%s), censor drops %d", control.Through, control.Error, control.CensorDrops)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	path, err := netlab.ParseProfile(labProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, err := netlab.New(ctx, netlab.Config{Name: "clwp", Up: path, Down: path, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	prog, err := censor.Parse(program, labOptions(lab, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.SetCensor(prog)
+	// Chromium gathers candidates on the interface of the default route.
+	ns := lab.Namespace(netlab.Outside)
+	if out, err := exec.Command(lookCommand("ip"), "-n", ns, "route", "add", "default", "via", lab.ClientAddr().String()).CombinedOutput(); err != nil {
+		t.Fatalf("default route on the outside: %v: %s", err, out)
+	}
+	relayTLS, spki := relayCertificate(t, t.TempDir(), lab.OutsideAddr(labMainAddr).AsSlice())
+	c, err := StartChain(ctx, ChainConfig{Roles: Roles{}, Flurry: fl, Snowflake: sf, FileSize: labFileSize, Lab: lab,
+		Dir: filepath.Join(t.TempDir(), "chain"), NoProxy: true, RelayTLS: relayTLS, NATProbeAllInterfaces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	build := buildWebProxy(t, c)
+	var web string
+	if err := lab.Do(netlab.Outside, func() error {
+		web = serveDir(t, filepath.Join(build, "web"))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Chromium runs on the outside, where the broker, relay and NAT probe are.
+	wrapper := filepath.Join(t.TempDir(), "chromium-outside")
+	script := "#!/bin/sh\nexec " + lookCommand("ip") + " netns exec " + ns + " " + browsertest.ChromiumPath + ` "$@"` + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := startBrowserProxy(t, web, spki, chromedp.ExecPath(wrapper))
+	b.waitState(t, "the proxy ready", ready)
+	dctx, dcancel := context.WithTimeout(ctx, labCellTimeout)
+	defer dcancel()
+	var fr demo.FetchResult
+	err = c.InClient(func() error {
+		var err error
+		fr, err = demo.FetchTarget(dctx, c.SOCKSAddr, c.Target, nil)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the browser proxy did not get through %s: %v; page %+v\n%s", program, err, b.state(t), c.LogTails(20))
+	}
+	st := lab.Stats()
+	t.Logf("the browser proxy got through %s: %d bytes intact, first byte after %v, %.2f MB/s, censor drops %d",
+		program, fr.Bytes, fr.FirstByte.Round(time.Millisecond), fr.Throughput()/1e6, st.Up.CensorDropped+st.Down.CensorDropped)
 }
