@@ -25,7 +25,7 @@ VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab snowflake-bins sidebyside webproxy webproxy-test
+.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab snowflake-bins sidebyside webproxy webproxy-test webproxy-sidebyside
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
@@ -137,6 +137,11 @@ webproxy-test: ## The browser proxy's unit tests (node --test) and a syntax chec
 	cd webproxy && $(NPM) ci --ignore-scripts --no-audit --no-fund --silent
 	cd webproxy && for f in build.mjs src/*.js src/*/*.js; do $(NODE) --check $$f || exit 1; done
 	cd webproxy && $(NODE) --test test/
+
+webproxy-sidebyside: ## Flurry's browser proxy beside Snowflake's (snowflake-webext's badge, built from its source in SNOWFLAKE_WEBEXT=DIR) in headless Chromium: first byte, MB/s, CPU per MB and memory of the browser (root; docs/webproxy.md)
+	@test -n "$(SNOWFLAKE_WEBEXT)" || { echo 'usage: make webproxy-sidebyside SNOWFLAKE_WEBEXT=path/to/snowflake-webext'; exit 2; }
+	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
+		FLURRY_SNOWFLAKE_WEBEXT=$(abspath $(SNOWFLAKE_WEBEXT)) $(GO) test -v -count=1 -timeout 20m -run '^TestWebProxySideBySide$$' .
 
 clean: ## Remove build output and test caches
 	rm -rf $(BIN) out
