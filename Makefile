@@ -25,7 +25,7 @@ VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab snowflake-bins sidebyside httpcmp
+.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab snowflake-bins sidebyside httpcmp webproxy webproxy-test webproxy-sidebyside
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
@@ -42,7 +42,7 @@ build: ## Build every cmd/* binary into ./bin (-trimpath, reproducible)
 		$(GO) build -trimpath -ldflags=-buildid= -o $(BIN)/ $(CMDS) && ls $(BIN); \
 	else echo 'no commands yet'; fi
 
-test: fmt-check vet lint race bench-smoke ## gofmt check, go vet, lint, go test -race, every benchmark once, allocation tests
+test: fmt-check vet lint race bench-smoke webproxy-test ## gofmt check, go vet, lint, go test -race, every benchmark once, allocation tests, the browser proxy's unit tests
 
 fmt-check: ## Fail if any Go file is not gofmt-formatted
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
@@ -89,12 +89,12 @@ lint: ## staticcheck, deadcode, govulncheck (fails on vulnerable modules, warns 
 
 interop: ## Against Snowflake v2.14.1 built from its Go module: mixed chains, failover, differential and flag-parity tests (nested module interop/, see docs/interop.md)
 	cd interop && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && \
-		$(GO) run ./cmd/snowflake-bins >/dev/null && $(GO) test -v -count=1 -timeout 15m -skip '^TestCensorLab(Switch)?$$' ./...
+		$(GO) run ./cmd/snowflake-bins >/dev/null && $(GO) test -v -count=1 -timeout 15m -skip '^TestCensorLab(Switch|WebProxy)?$$' ./...
 
 censorlab: ## Flurry and Snowflake v2.14.1 through each censor program of the network lab, client behind a user-space middlebox (root; matrix printed, JSON in out/censorlab.json; see docs/censorship.md)
 	@mkdir -p out
 	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
-		FLURRY_CENSORLAB_OUT=$(abspath out/censorlab.json) $(GO) test -v -count=1 -timeout 15m -parallel 8 -run '^TestCensorLab(Switch)?$$' .
+		FLURRY_CENSORLAB_OUT=$(abspath out/censorlab.json) $(GO) test -v -count=1 -timeout 15m -parallel 8 -run '^TestCensorLab(Switch|WebProxy)?$$' .
 
 pathlab: ## Snowflake v2.14.1, Flurry, the mixed chains and plain TCP side by side on the lab's path profiles (root; about 15 minutes; see docs/performance.md)
 	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
@@ -125,6 +125,28 @@ deb-check: ## Debian packages of this machine's architecture: built, checked wit
 
 release-check: ## Reproducibility: one release binary built in two copies of the tree, the second with an empty build cache, must be identical
 	GO=$(GO) scripts/release.sh -check
+
+# The browser proxy (webproxy/, JavaScript, no npm dependencies): built for
+# one network from webproxy/config.json, whose values these variables
+# override. See docs/webproxy.md.
+NODE ?= node
+NPM  ?= npm
+WEBPROXY_OUT ?= out/webproxy
+webproxy: ## Build the browser proxy for a network: make webproxy BROKER=https://broker.example/ RELAY_PATTERN='relay.example$$' [RELAY=wss://… NATPROBE=https://… STUN=stun:…,stun:… CAPACITY=N] (extension, badge, test page in out/webproxy)
+	cd webproxy && $(NPM) ci --ignore-scripts --no-audit --no-fund --silent
+	$(NODE) webproxy/build.mjs -out $(WEBPROXY_OUT) $(if $(BROKER),-broker '$(BROKER)') \
+		$(if $(RELAY_PATTERN),-relay-pattern '$(RELAY_PATTERN)') $(if $(RELAY),-relay '$(RELAY)') \
+		$(if $(NATPROBE),-nat-probe '$(NATPROBE)') $(if $(STUN),-stun '$(STUN)') $(if $(CAPACITY),-capacity '$(CAPACITY)')
+
+webproxy-test: ## The browser proxy's unit tests (node --test) and a syntax check of every file; the browser tests are in make interop
+	cd webproxy && $(NPM) ci --ignore-scripts --no-audit --no-fund --silent
+	cd webproxy && for f in build.mjs src/*.js src/*/*.js; do $(NODE) --check $$f || exit 1; done
+	cd webproxy && $(NODE) --test test/
+
+webproxy-sidebyside: ## Flurry's browser proxy beside Snowflake's (snowflake-webext's badge, built from its source in SNOWFLAKE_WEBEXT=DIR) in headless Chromium: first byte, MB/s, CPU per MB and memory of the browser (root; docs/webproxy.md)
+	@test -n "$(SNOWFLAKE_WEBEXT)" || { echo 'usage: make webproxy-sidebyside SNOWFLAKE_WEBEXT=path/to/snowflake-webext'; exit 2; }
+	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
+		FLURRY_SNOWFLAKE_WEBEXT=$(abspath $(SNOWFLAKE_WEBEXT)) $(GO) test -v -count=1 -timeout 20m -run '^TestWebProxySideBySide$$' .
 
 clean: ## Remove build output and test caches
 	rm -rf $(BIN) out

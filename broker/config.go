@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/flurrypt/flurry/broker/internal/bridgelist"
@@ -280,6 +281,10 @@ type Config struct {
 	// operator pages (PageRate). Off by default: Prometheus scrapes
 	// OperatorHandler (MetricsAddr), where nobody else can crowd it out.
 	PublicPrometheus bool
+	// WebProxyDir, if set, is a directory whose files Handler serves
+	// under /webproxy/: the browser proxy's badge and test page, as
+	// make webproxy builds them (out/webproxy/web). Empty: no such path.
+	WebProxyDir string
 	// Version is the version the status page shows. Empty means the main
 	// module's version from the binary's build information.
 	Version string
@@ -338,6 +343,11 @@ func (c Config) settle() (*settings, error) {
 		c.PollInterval = DefaultPollInterval
 	}
 	c.setRateLimitDefaults()
+	if c.WebProxyDir != "" {
+		if fi, err := os.Stat(c.WebProxyDir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%w: web proxy directory %q is not a directory", ErrInvalidConfig, c.WebProxyDir)
+		}
+	}
 	if c.MetricsInterval == 0 {
 		c.MetricsInterval = DefaultMetricsInterval
 	}

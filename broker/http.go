@@ -46,6 +46,7 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 //	GET  /, /status   the status page
 //	GET  /robots.txt  disallow everything
 //	GET  /healthz     200, or 503 while the link to the cluster is down
+//	GET  /webproxy/…  the files of Config.WebProxyDir (webproxy.go), if set
 //
 // The rendezvous endpoints, /debug and /metrics answer OPTIONS (CORS
 // preflight) with 200 and carry Access-Control-Allow-Origin: * on every
@@ -70,6 +71,9 @@ func (b *Broker) Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /healthz", b.serveHealth)
 	mux.Handle("/robots.txt", rec.Instrument(stats.EndpointRobots, http.HandlerFunc(serveRobots)))
+	if b.cfg.WebProxyDir != "" {
+		mux.Handle("GET "+WebProxyPath, webProxyFiles(b.cfg.WebProxyDir))
+	}
 	// A proxy poll keeps its connection's admission (see admission) until
 	// it waits or ends; any other request gives it up at once.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

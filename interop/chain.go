@@ -98,6 +98,17 @@ type ChainConfig struct {
 	// SQS, if set, makes the client rendezvous through Amazon SQS instead
 	// of the broker's URL; nil is direct HTTP rendezvous.
 	SQS *ChainSQS
+	// NoProxy starts no proxy process: the caller brings its own (a
+	// browser proxy, which polls the broker from a page).
+	NoProxy bool
+	// RelayTLS, if set, makes the relay serve wss:// with this certificate
+	// instead of ws:// (Flurry's relay only: Snowflake's server gets its
+	// certificates by ACME). RelayURL and the bridge list name wss://.
+	RelayTLS *RelayTLS
+	// NATProbeAllInterfaces makes the NAT probe gather candidates on every
+	// interface instead of loopback only: a browser gathers none on
+	// loopback, so it reaches the probe at another address.
+	NATProbeAllInterfaces bool
 	// Lab, if set, puts the chain across a network lab: the client on its
 	// client side, every other role (and the target and STUN server the
 	// caller starts there) on its outside, so that all the client sends
@@ -124,6 +135,11 @@ type ChainSQS struct {
 	CAFile string
 }
 
+// RelayTLS is a relay's certificate and key (PEM files).
+type RelayTLS struct {
+	CertFile, KeyFile string
+}
+
 // FrontedBrokerHost is the broker's name in a fronted client's -url: the
 // Host header a CDN stand-in routes by.
 const FrontedBrokerHost = "broker.flurry.example"
@@ -142,7 +158,7 @@ type Chain struct {
 	Client                  *demo.Process
 	Proxies                 []*demo.Process
 	BrokerURL, RelayURL     string
-	SOCKSAddr, natProbeURL  string
+	SOCKSAddr, NATProbeURL  string
 	nextProxy               int
 }
 
@@ -246,13 +262,21 @@ func (c *Chain) start(ctx context.Context) error {
 
 	// The relay, as tor would run it: a managed server transport.
 	c.RelayURL = "ws://" + relayAddr + "/"
+	relayArgs := []string{"-disable-tls", "-unsafe-logging"}
+	if t := c.cfg.RelayTLS; t != nil {
+		if c.cfg.Roles.Relay != Flurry {
+			return fmt.Errorf("%w: only Flurry's relay takes a certificate file", ErrChain)
+		}
+		c.RelayURL = "wss://" + relayAddr + "/"
+		relayArgs = []string{"-cert", t.CertFile, "-key", t.KeyFile, "-unsafe-logging"}
+	}
 	relayState := filepath.Join(c.cfg.Dir, "relay-state")
 	if err := os.MkdirAll(relayState, 0o700); err != nil {
 		return err
 	}
 	c.Relay, err = c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
 		Name: "relay", Path: c.bin("relay"), LogPath: c.logPath("relay"),
-		Args: []string{"-disable-tls", "-unsafe-logging"},
+		Args: relayArgs,
 		Env: []string{
 			"TOR_PT_MANAGED_TRANSPORT_VER=1",
 			"TOR_PT_SERVER_TRANSPORTS=snowflake",
@@ -267,10 +291,14 @@ func (c *Chain) start(ctx context.Context) error {
 		return err
 	}
 
-	c.natProbeURL = "http://" + probeAddr + "/probe"
+	c.NATProbeURL = "http://" + probeAddr + "/probe"
+	probeArgs := []string{"-disable-tls", "-addr", probeAddr, "-loopback-only", "-unsafe-logging"}
+	if c.cfg.NATProbeAllInterfaces {
+		probeArgs[3] = "-keep-local-addresses"
+	}
 	c.NATProbe, err = c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
 		Name: "natprobe", Path: c.cfg.Flurry.NATProbe, LogPath: c.logPath("natprobe"),
-		Args:  []string{"-disable-tls", "-addr", probeAddr, "-loopback-only", "-unsafe-logging"},
+		Args:  probeArgs,
 		Ready: demo.TCPReady(probeAddr),
 	})
 	if err != nil {
@@ -320,8 +348,10 @@ func (c *Chain) start(ctx context.Context) error {
 		return err
 	}
 
-	if _, err := c.StartProxy(ctx); err != nil {
-		return err
+	if !c.cfg.NoProxy {
+		if _, err := c.StartProxy(ctx); err != nil {
+			return err
+		}
 	}
 
 	clientState := filepath.Join(c.cfg.Dir, "client-state")
@@ -436,7 +466,7 @@ func (c *Chain) StartProxy(ctx context.Context) (*demo.Process, error) {
 	args := []string{"-broker", c.BrokerURL, "-relay", c.RelayURL,
 		"-allow-non-tls-relay", "-allow-proxying-to-private-addresses",
 		"-allowed-relay-hostname-pattern", c.relayPattern(), "-keep-local-addresses",
-		"-nat-probe-server", c.natProbeURL, "-poll-interval", "2s",
+		"-nat-probe-server", c.NATProbeURL, "-poll-interval", "2s",
 		"-summary-interval", "1h", "-unsafe-logging", "-verbose"}
 	if c.cfg.STUN != "" {
 		args = append(args, "-stun", c.cfg.STUN)

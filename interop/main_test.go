@@ -156,6 +156,8 @@ type cellResult struct {
 	// CPUPerMB is each role's CPU time per MB (10^6 bytes) carried, in
 	// milliseconds, during the download.
 	CPUPerMB map[string]float64 `json:",omitempty"`
+	// MemMiB is memory in MiB by role, where a test measures it.
+	MemMiB map[string]float64 `json:",omitempty"`
 }
 
 // report writes r for the parent (in the child).

@@ -46,6 +46,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (broker.Config, *options, error
 	fs.StringVar(&c.IPCountPrefix, "ip-count-prefix", "", "count distinct proxy addresses per -ip-count-interval into files <prefix>-<category>-<start>.log (six categories, as Snowflake; counts binned to multiples of 8, addresses never stored); empty: off")
 	fs.DurationVar(&c.IPCountInterval, "ip-count-interval", time.Hour, "period of the -ip-count-prefix counts (at least 1s)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", broker.DefaultMetricsAddr, "operator listener (plain HTTP, not rate limited): GET /prometheus, /debug, /metrics, /status, /healthz; keep it on loopback or firewalled. Empty: none")
+	fs.StringVar(&c.WebProxyDir, "webproxy", "", "`directory` of the browser proxy's web pages, served at /webproxy/ (make webproxy builds them into out/webproxy/web: the badge is /webproxy/badge.html); empty: none")
 	fs.BoolVar(&c.PublicPrometheus, "public-prometheus", false, "also serve GET /prometheus on the public listener (-addr), limited per address as -page-rate (off: only on -metrics-addr, where nobody else can crowd out the operator's scrapes)")
 	fs.BoolVar(&o.unsafeLogging, "unsafe-logging", false, "do not scrub IP addresses from logs")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
