@@ -29,6 +29,7 @@ import (
 	"github.com/flurrypt/flurry/common/safelog"
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/commalist"
+	"github.com/flurrypt/flurry/internal/networkpreset"
 	"github.com/flurrypt/flurry/internal/pionruntime"
 	"github.com/flurrypt/flurry/internal/servercmd"
 )
@@ -42,9 +43,9 @@ const dialTimeout = 2 * time.Minute
 // copyBufferSize is the buffer of each direction of a SOCKS connection.
 const copyBufferSize = 16 << 10
 
-// exampleBridgeLine is Tor's Snowflake bridge line, shown when no broker is
-// configured. It is only an example: nothing defaults to it.
-const exampleBridgeLine = `Bridge snowflake 192.0.2.3:80 2B280B23E1107BB62ABFC40DDCC8824814F80A72 fingerprint=2B280B23E1107BB62ABFC40DDCC8824814F80A72 url=https://1098762253.rsc.cdn77.org/ fronts=www.cdn77.com,www.phpmyadmin.net ice=stun:stun.antisip.com:3478,stun:stun.epygi.com:3478,stun:stun.uls.co.za:3478,stun:stun.voipgate.com:3478 utls-imitate=hellorandomizedalpn`
+// torBridgeLines are Tor's Snowflake bridge lines, shown when no broker is
+// configured. They are only examples: nothing defaults to them.
+var torBridgeLines = strings.Join(networkpreset.Tor().BridgeLines(), "\n  ")
 
 type flags struct {
 	url, front, fronts, ice, ampcache, sqsqueue, sqscreds string
@@ -97,7 +98,7 @@ Environment:
   GOGC        the Go collector's target (default %d: less CPU per MB)
 
 Flags:
-`, fs.Name(), exampleBridgeLine, pionruntime.MaxProcs, pionruntime.GCPercent)
+`, fs.Name(), torBridgeLines, pionruntime.MaxProcs, pionruntime.GCPercent)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.url, "url", "", "URL of the broker (the bridge line's url=)")
@@ -184,7 +185,7 @@ func run(args []string) int {
 		return 2
 	}
 	if !managed && f.url == "" && f.sqsqueue == "" {
-		fmt.Fprintf(os.Stderr, "flurry-client: set -url to the broker's URL (and -fronts, -ice as your bridge line says). For example, Tor's Snowflake bridge line is:\n  %s\n", exampleBridgeLine)
+		fmt.Fprintf(os.Stderr, "flurry-client: set -url to the broker's URL (and -fronts, -ice as your bridge line says). For example, Tor's Snowflake bridge lines are:\n  %s\n", torBridgeLines)
 		return 2
 	}
 
@@ -434,7 +435,7 @@ func (s *server) handle(ctx context.Context, conn *pt.SocksConn) {
 	if err != nil {
 		s.log.Error("bad bridge arguments", "err", err)
 		if errors.Is(err, client.ErrNoRendezvous) {
-			s.log.Error("example bridge line: " + exampleBridgeLine)
+			s.log.Error("example bridge line: " + networkpreset.Tor().BridgeLines()[0])
 		}
 		_ = conn.Reject()
 		return

@@ -19,24 +19,22 @@ import (
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/commalist"
+	"github.com/flurrypt/flurry/internal/networkpreset"
 	"github.com/flurrypt/flurry/internal/pionruntime"
 	"github.com/flurrypt/flurry/internal/servercmd"
 	"github.com/flurrypt/flurry/proxy"
 )
 
 var usageTail = fmt.Sprintf(`
-No flag points at a public host. To serve Tor's Snowflake network:
+No flag points at a public host: set -broker and -relay, or name a network
+with -network; a flag on the command line overrides the network's.
 
-  flurry-proxy -broker https://snowflake-broker.torproject.net/ \
-    -relay wss://snowflake.torproject.net/ \
-    -stun stun:stun.l.google.com:19302,stun:stun.voip.blackberry.com:3478 \
-    -nat-probe-server https://snowflake-broker.torproject.net:8443/probe
-
+%s
 Environment:
   GOMAXPROCS  processors the proxy uses (default %d: enough for a volunteer's
               link; set it higher to relay more than one core carries)
   GOGC        the Go collector's target (default %d: less CPU per MB relayed)
-`, pionruntime.MaxProcs, pionruntime.GCPercent)
+`, networkpreset.ProxyUsage(), pionruntime.MaxProcs, pionruntime.GCPercent)
 
 func main() {
 	pionruntime.Apply()
@@ -70,6 +68,7 @@ func run() int {
 		logLocalTime   = fs.Bool("log-local-time", false, "log times in the local time zone instead of UTC")
 		noSummary      = fs.Bool("disable-stats-logger", false, "no summary log lines (as -summary-interval 0)")
 		showVersion    = fs.Bool("version", false, "print the version and exit")
+		network        = fs.String("network", "", "join a public `network` by name: its broker, relay, relay pattern, STUN servers and NAT probe (below); flags given override them")
 		// Accepted so that Snowflake's command lines keep working; they
 		// change nothing here, and the proxy says so at start.
 		geoipDB           = fs.String("geoipdb", "", "accepted for compatibility with Snowflake and ignored: this proxy keeps no per-country metrics")
@@ -78,7 +77,7 @@ func run() int {
 		covertFingerprint = fs.String("covertdtls-fingerprint", "", "with -covertdtls-config other than disable: replay this raw ClientHello (`hex`, as Snowflake's)")
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: flurry-proxy -broker URL -relay URL [flags]\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: flurry-proxy (-network NAME | -broker URL -relay URL) [flags]\n\n")
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), usageTail)
 	}
@@ -92,8 +91,18 @@ func run() int {
 		fmt.Println(version.Line("flurry-proxy"))
 		return 0
 	}
+	if *network != "" {
+		n, err := networkpreset.Lookup(*network)
+		if err == nil {
+			err = networkpreset.Apply(fs, n.ProxyFlags())
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "flurry-proxy: -network:", err)
+			return 2
+		}
+	}
 	if *broker == "" || (*relay == "" && *pattern == "") {
-		fmt.Fprintln(os.Stderr, "flurry-proxy: set -broker and -relay (or -allowed-relay-hostname-pattern).")
+		fmt.Fprintln(os.Stderr, "flurry-proxy: set -broker and -relay (or -allowed-relay-hostname-pattern), or -network NAME.")
 		fmt.Fprint(os.Stderr, usageTail)
 		return 2
 	}
