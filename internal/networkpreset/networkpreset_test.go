@@ -3,6 +3,8 @@ package networkpreset
 import (
 	"flag"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -73,6 +75,28 @@ func TestDocumented(t *testing.T) {
 		for _, line := range n.BridgeLines() {
 			if !strings.Contains(section, "\n"+line+"\n") {
 				t.Errorf("docs/install.md, -network %s, lacks the bridge line\n%s", n.Name, line)
+			}
+		}
+	}
+}
+
+// TestBridgeLinesInDocs: every copy of Tor's bridge lines in docs/ (a line
+// with Tor's fronted broker URL) is one of the preset's, so that the docs
+// cannot keep an old one.
+func TestBridgeLinesInDocs(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs: %v", err)
+	}
+	lines := Tor().BridgeLines()
+	for _, path := range docs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "url=https://1098762253.rsc.cdn77.org/") && !slices.Contains(lines, strings.TrimSpace(line)) {
+				t.Errorf("%s:%d: a Tor bridge line that is not the preset's:\n%s", path, i+1, line)
 			}
 		}
 	}
