@@ -115,6 +115,7 @@ release: ## Every release artifact into out/release/VERSION with SHA256SUMS: sta
 	GO=$(GO) scripts/release.sh $(VERSION)
 
 package-check: ## The release's packages for this machine's architecture: Debian packages linted, installed with dpkg and run; man pages; container images run with podman; compose file; all reproducible (root; packaging/, docs/install.md)
+	GO=$(GO) GOVULNCHECK_VERSION=$(GOVULNCHECK_VERSION) VULNDB_VERSION=$(VULNDB_VERSION) scripts/vulncheck.sh packaging
 	cd packaging && $(GO) mod tidy -diff && $(GO) vet ./... && \
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && $(GO) test -count=1 -timeout 20m ./...
 
