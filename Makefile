@@ -114,12 +114,13 @@ httpcmp: ## The broker's HTTP server beside net/http and fasthttp: CPU per match
 	$(GO) build -o $(BIN)/ ./loadgen/cmd/flurry-loadgen ./internal/testkit/httpcmp/cmd/httpcmp-broker
 	BIN=$(BIN) scripts/httpcmp.sh
 
-.PHONY: release release-check deb-check
-release: ## Static release binaries (every role for Linux amd64, arm64, armv7; client and proxy for Windows and macOS) into out/release/VERSION with SHA256SUMS: make release VERSION=0.1.0 (docs/install.md)
+.PHONY: release release-check package-check
+release: ## Every release artifact into out/release/VERSION with SHA256SUMS: static binaries (every role for Linux amd64, arm64, armv7; client and proxy for Windows and macOS), Debian packages with man pages, container images, the compose file: make release VERSION=0.1.0 (docs/install.md)
 	@test -n "$(VERSION)" || { echo 'usage: make release VERSION=0.1.0'; exit 2; }
 	GO=$(GO) scripts/release.sh $(VERSION)
 
-deb-check: ## Debian packages of this machine's architecture: built, checked with lintian and systemd-analyze, installed with dpkg and run (root; packaging/)
+package-check: ## The release's packages for this machine's architecture: Debian packages linted, installed with dpkg and run; man pages; container images run with podman; compose file; all reproducible (root; packaging/, docs/install.md)
+	GO=$(GO) GOVULNCHECK_VERSION=$(GOVULNCHECK_VERSION) VULNDB_VERSION=$(VULNDB_VERSION) scripts/vulncheck.sh packaging
 	cd packaging && $(GO) mod tidy -diff && $(GO) vet ./... && \
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && $(GO) test -count=1 -timeout 20m ./...
 

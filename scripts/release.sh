@@ -18,8 +18,9 @@
 #
 # A full release (no TARGET) also compiles the client library for
 # android/arm64 (a check only: docs/install.md says why no Android executable
-# is built) and makes a Debian package per role from the Linux binaries
-# (packaging/).
+# is built) and makes, from the Linux binaries (packaging/), a Debian package
+# per role and architecture with its manual page, a container image archive
+# of the proxy, relay and broker, and the proxy's compose file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -121,14 +122,16 @@ release() {
 			$("$GO" list ./client/... | grep -v /cmd/)
 	fi
 	if [ -n "${android:-}" ]; then
-		# Debian packages of the Linux binaries (packaging/, its own module:
-		# nfpm stays out of the product's go.mod). Their files carry the
-		# commit's time, so that they are reproducible too.
-		echo "  Debian packages" >&2
+		# Debian packages, container images and the compose file, from the
+		# Linux binaries (packaging/, its own module: nfpm and
+		# go-containerregistry stay out of the product's go.mod). Their files
+		# carry the commit's time, so that they are reproducible too.
+		echo "  Debian packages, container images" >&2
 		local epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 		local abs
 		abs=$(cd "$out" && pwd)
-		(cd packaging && GOFLAGS=-mod=readonly "$GO" run . -version "$version" -dir "$abs" -mtime "$epoch")
+		(cd packaging && GOFLAGS=-mod=readonly "$GO" run ./cmd/flurry-package -version "$version" -dir "$abs" \
+			-mtime "$epoch" -commit "$commit")
 	fi
 	cp LICENSE "$out/"
 	(cd "$out" && sha256sum -- * >SHA256SUMS)

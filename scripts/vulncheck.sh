@@ -35,6 +35,9 @@ if [ ! -f "$db/index/db.json" ]; then
 	mv "$tmp/db" "$db"
 fi
 
-"$GO" run "golang.org/x/vuln/cmd/govulncheck@$GOVULNCHECK_VERSION" \
-	-db "file://$(cd "$db" && pwd)" -format json ./... |
+# The module to check: the main one, or the one in directory $1 (make
+# package-check checks packaging/).
+dbpath=$(cd "$db" && pwd)
+(cd "${1:-.}" && "$GO" run "golang.org/x/vuln/cmd/govulncheck@$GOVULNCHECK_VERSION" \
+	-db "file://$dbpath" -format json ./...) |
 	"$GO" run ./internal/cmd/vulngate

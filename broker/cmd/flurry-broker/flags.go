@@ -84,7 +84,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (broker.Config, *options, error
 	fs.StringVar(&c.NATSNKey, "nats-nkey", "", "file holding a NATS user NKey seed for -nats (not with -nats-creds)")
 	fs.StringVar(&c.NATSTLSCA, "nats-tls-ca", "", "PEM file of the CAs of the NATS servers' certificates: TLS to -nats whatever the URLs' scheme")
 	fs.BoolVar(&c.NATSInsecure, "nats-insecure", false, "accept a plaintext -nats link (nats://, no -nats-tls-ca) to a server not on loopback without credentials; anyone reaching it could join the brokers and answer clients")
-	fs.StringVar(&c.Instance, "instance", broker.DefaultInstance(), "this broker's name in the cluster's metrics and logs (A-Z a-z 0-9 . _ -, at most 64)")
+	fs.StringVar(&c.Instance, "instance", "", "this broker's name in the cluster's metrics and logs (A-Z a-z 0-9 . _ -, at most 64); empty: the host name, or \"broker\" if that is not such a name")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-broker (-disable-tls | -cert FILE -key FILE | -acme-hostnames NAMES) [flags]\n\nA Snowflake-compatible rendezvous broker. See docs/broker.md.\n\nFlags:\n")
 		fs.PrintDefaults()

@@ -3,17 +3,19 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/flurrypt/flurry/client"
 	"github.com/flurrypt/flurry/client/sqs"
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/internal/commalist"
+	"github.com/flurrypt/flurry/internal/networkpreset"
 	"github.com/flurrypt/flurry/internal/pionruntime"
 )
 
-// exampleBridgeLine is Tor's Snowflake bridge line, shown when no broker is
-// configured. It is only an example: nothing defaults to it.
-const exampleBridgeLine = `Bridge snowflake 192.0.2.3:80 2B280B23E1107BB62ABFC40DDCC8824814F80A72 fingerprint=2B280B23E1107BB62ABFC40DDCC8824814F80A72 url=https://1098762253.rsc.cdn77.org/ fronts=www.cdn77.com,www.phpmyadmin.net ice=stun:stun.antisip.com:3478,stun:stun.epygi.com:3478,stun:stun.uls.co.za:3478,stun:stun.voipgate.com:3478 utls-imitate=hellorandomizedalpn`
+// torBridgeLines are Tor's Snowflake bridge lines, shown when no broker is
+// configured. They are only examples: nothing defaults to them.
+var torBridgeLines = strings.Join(networkpreset.Tor().BridgeLines(), "\n  ")
 
 // options are the flags beyond client.Config.
 type options struct {
@@ -55,7 +57,7 @@ Environment: GOMAXPROCS (default %d) and GOGC (default %d), set for less
 CPU per MB.
 
 Flags:
-`, fs.Name(), exampleBridgeLine, pionruntime.MaxProcs, pionruntime.GCPercent)
+`, fs.Name(), torBridgeLines, pionruntime.MaxProcs, pionruntime.GCPercent)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.BrokerURL, "url", "", "URL of the broker (the bridge line's url=)")

@@ -50,7 +50,7 @@ func run(args []string) int {
 		return 2
 	}
 	if !managed && noBroker {
-		fmt.Fprintf(os.Stderr, "flurry-client: set -url to the broker's URL (and -fronts, -ice as your bridge line says). For example, Tor's Snowflake bridge line is:\n  %s\n", exampleBridgeLine)
+		fmt.Fprintf(os.Stderr, "flurry-client: set -url to the broker's URL (and -fronts, -ice as your bridge line says). For example, Tor's Snowflake bridge lines are:\n  %s\n", torBridgeLines)
 		return 2
 	}
 	log, closeLog, err := newLogger(o, managed)

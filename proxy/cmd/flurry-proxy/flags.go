@@ -9,23 +9,21 @@ import (
 
 	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/internal/commalist"
+	"github.com/flurrypt/flurry/internal/networkpreset"
 	"github.com/flurrypt/flurry/internal/pionruntime"
 	"github.com/flurrypt/flurry/proxy"
 )
 
 var usageTail = fmt.Sprintf(`
-No flag points at a public host. To serve Tor's Snowflake network:
+No flag points at a public host: set -broker and -relay, or name a network
+with -network; a flag on the command line overrides the network's.
 
-  flurry-proxy -broker https://snowflake-broker.torproject.net/ \
-    -relay wss://snowflake.torproject.net/ \
-    -stun stun:stun.l.google.com:19302,stun:stun.voip.blackberry.com:3478 \
-    -nat-probe-server https://snowflake-broker.torproject.net:8443/probe
-
+%s
 Environment:
   GOMAXPROCS  processors the proxy uses (default %d: enough for a volunteer's
               link; set it higher to relay more than one core carries)
   GOGC        the Go collector's target (default %d: less CPU per MB relayed)
-`, pionruntime.MaxProcs, pionruntime.GCPercent)
+`, networkpreset.ProxyUsage(), pionruntime.MaxProcs, pionruntime.GCPercent)
 
 // options are the flags beyond proxy.Config.
 type options struct {
@@ -34,6 +32,7 @@ type options struct {
 	natRetest, summary                                              time.Duration
 	metrics, noSummary, unsafeLogging, verbose, logLocalTime        bool
 	showVersion                                                     bool
+	network                                                         string
 	geoipDB, geoip6DB                                               string
 }
 
@@ -41,7 +40,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (proxy.Config, *options, error)
 	var c proxy.Config
 	var o options
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: flurry-proxy -broker URL -relay URL [flags]\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: flurry-proxy (-network NAME | -broker URL -relay URL) [flags]\n\n")
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), usageTail)
 	}
@@ -69,6 +68,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (proxy.Config, *options, error)
 	fs.BoolVar(&o.logLocalTime, "log-local-time", false, "log times in the local time zone instead of UTC")
 	fs.BoolVar(&o.noSummary, "disable-stats-logger", false, "no summary log lines (as -summary-interval 0)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.StringVar(&o.network, "network", "", "join a public `network` by name: its broker, relay, relay pattern, STUN servers and NAT probe (below); flags given override them")
 	// Accepted so that Snowflake's command lines keep working; they
 	// change nothing here, and the proxy says so at start.
 	fs.StringVar(&o.geoipDB, "geoipdb", "", "accepted for compatibility with Snowflake and ignored: this proxy keeps no per-country metrics")
@@ -84,8 +84,17 @@ func parseFlags(fs *flag.FlagSet, args []string) (proxy.Config, *options, error)
 	if o.showVersion {
 		return c, &o, nil // main prints it; nothing else needs to be valid
 	}
+	if o.network != "" {
+		n, err := networkpreset.Lookup(o.network)
+		if err == nil {
+			err = networkpreset.Apply(fs, n.ProxyFlags())
+		}
+		if err != nil {
+			return c, nil, fmt.Errorf("-network: %w", err)
+		}
+	}
 	if c.BrokerURL == "" || (c.RelayURL == "" && c.AllowedRelayPattern == "") {
-		return c, nil, fmt.Errorf("set -broker and -relay (or -allowed-relay-hostname-pattern)\n%s", usageTail)
+		return c, nil, fmt.Errorf("set -broker and -relay (or -allowed-relay-hostname-pattern), or -network NAME.\n%s", usageTail)
 	}
 	if c.PollInterval < time.Second {
 		return c, nil, fmt.Errorf("-poll-interval must be at least 1s")

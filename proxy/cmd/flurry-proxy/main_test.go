@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/flurrypt/flurry/proxy"
 )
 
 // runWith runs the command with args and returns its exit code and stderr.
@@ -85,4 +87,30 @@ func TestSnowflakeCompatibilityFlags(t *testing.T) {
 			t.Errorf("exit code %d, stderr:\n%s", code, stderr)
 		}
 	})
+}
+
+// TestNetworkPreset: without -network, -broker and -relay are required and
+// the error says how to get them; -network tor fills in the flags left
+// unset (its relay pattern refuses another relay), a flag given wins, and
+// an unknown network is refused by name.
+func TestNetworkPreset(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{nil, "set -broker and -relay (or -allowed-relay-hostname-pattern), or -network NAME."},
+		{[]string{"-capacity", "5"}, "or -network NAME."},
+		{[]string{"-network", "nope"}, `-network: unknown network "nope" (known: tor)`},
+		{[]string{"-network", "tor", "-broker", "ftp://broker.invalid/"}, "ftp://broker.invalid/"},
+		{[]string{"-network", "tor", "-relay", "wss://relay.example.org/"}, "default relay: " + proxy.ErrRelayHostname.Error()},
+	}
+	for _, tt := range tests {
+		code, out := runWith(t, tt.args...)
+		if code != 2 || !strings.Contains(out, tt.want) {
+			t.Errorf("%q: exit code %d, stderr lacks %q:\n%s", tt.args, code, tt.want, out)
+		}
+	}
+	if _, out := runWith(t); !strings.Contains(out, "    -broker https://snowflake-broker.torproject.net/\n") {
+		t.Errorf("the error does not show what -network tor sets:\n%s", out)
+	}
 }

@@ -22,10 +22,12 @@ import (
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
-	server := flag.String("server", httpcmp.ServerFlurry, fmt.Sprintf("HTTP server, one of %q", httpcmp.Servers))
-	flag.Parse()
-	if err := run(*addr, *server); err != nil {
+	var addr, server string
+	fs := flag.NewFlagSet("httpcmp-broker", flag.ExitOnError)
+	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "`address` to listen on")
+	fs.StringVar(&server, "server", httpcmp.ServerFlurry, fmt.Sprintf("HTTP `server`, one of %q", httpcmp.Servers))
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: exits on a bad flag
+	if err := run(addr, server); err != nil {
 		fmt.Fprintln(os.Stderr, "httpcmp-broker:", err)
 		os.Exit(1)
 	}
