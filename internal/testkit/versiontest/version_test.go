@@ -14,7 +14,7 @@ import (
 const versionPkg = "github.com/flurrypt/flurry/common/version"
 
 // commands lists the main packages under */cmd/ (internal/cmd holds build
-// tools, not shipped binaries).
+// tools and internal/testkit test servers, not shipped binaries).
 func commands(t *testing.T) []string {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "github.com/flurrypt/flurry/...").Output()
@@ -23,7 +23,7 @@ func commands(t *testing.T) []string {
 	}
 	var cmds []string
 	for _, p := range strings.Fields(string(out)) {
-		if strings.Contains(p, "/cmd/") && !strings.Contains(p, "/internal/cmd/") {
+		if strings.Contains(p, "/cmd/") && !strings.Contains(p, "/internal/cmd/") && !strings.Contains(p, "/internal/testkit/") {
 			cmds = append(cmds, p)
 		}
 	}
