@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,14 +21,17 @@ import (
 // pathChains are the chains the path lab compares: each implementation
 // whole, Flurry's client with Snowflake's proxy and relay (what most of
 // our users meet), and Snowflake's client with our proxy and relay.
-var pathChains = []struct {
-	name  string
-	roles Roles
-}{
+var pathChains = []pathChain{
 	{"snowflake", Roles{Snowflake, Snowflake, Snowflake, Snowflake}},
 	{"flurry", Roles{}},
 	{"fl-client+sf-proxy+sf-relay", Roles{Broker: Snowflake, Proxy: Snowflake, Client: Flurry, Relay: Snowflake}},
 	{"sf-client+fl-proxy+fl-relay", Roles{Broker: Flurry, Proxy: Flurry, Client: Snowflake, Relay: Flurry}},
+}
+
+// pathChain is a chain of the path lab, named for its report.
+type pathChain struct {
+	name  string
+	roles Roles
 }
 
 // pathProfiles are the paths between the client and the rest.
@@ -77,9 +81,11 @@ func TestPathLab(t *testing.T) {
 	}
 	testenv.Root(t, "the path lab's namespaces and TUN devices")
 	fl, sf := binaries(t)
+	profiles, chains := pathLabSelection(t)
+	logs := os.Getenv("FLURRY_PATHLAB_LOGS")
 	var report strings.Builder
 	n := 0
-	for _, profile := range pathProfiles {
+	for _, profile := range profiles {
 		path, err := netlab.ParseProfile(profile)
 		if err != nil {
 			t.Fatal(err)
@@ -104,9 +110,13 @@ func TestPathLab(t *testing.T) {
 				ref.TimeToFirstByte.Seconds(), st.Up.QueueDropped+st.Down.QueueDropped, st.Up.LossDropped+st.Down.LossDropped)
 			report.WriteString(line)
 			t.Logf("%s:%s", profile, line) // as it goes: the run takes many minutes
-			for _, c := range pathChains {
+			for _, c := range chains {
 				n++
-				r := runPathCell(t, n, path, c.roles, fl, sf)
+				dir := filepath.Join(t.TempDir(), "chain")
+				if logs != "" {
+					dir = filepath.Join(logs, fmt.Sprintf("%d-%s-%d-%s", n, profile, round+1, c.name))
+				}
+				r := runPathCell(t, n, path, c.roles, fl, sf, dir)
 				line := fmt.Sprintf("  %d %-28s %s\n", round+1, c.name, r)
 				report.WriteString(line)
 				t.Logf("%s:%s", profile, line)
@@ -117,8 +127,29 @@ func TestPathLab(t *testing.T) {
 		time.Now().UTC().Format(time.DateOnly), report.String())
 }
 
+// pathLabSelection returns the profiles and chains to run: all of them,
+// or those FLURRY_PATHLAB_PROFILES (profiles separated by spaces) and
+// FLURRY_PATHLAB_CHAINS (chain names separated by commas) name.
+func pathLabSelection(t *testing.T) ([]string, []pathChain) {
+	profiles, chains := pathProfiles, pathChains
+	if v := os.Getenv("FLURRY_PATHLAB_PROFILES"); v != "" {
+		profiles = strings.Fields(v)
+	}
+	if v := os.Getenv("FLURRY_PATHLAB_CHAINS"); v != "" {
+		chains = nil
+		for name := range strings.SplitSeq(v, ",") {
+			i := slices.IndexFunc(pathChains, func(c pathChain) bool { return c.name == name })
+			if i < 0 {
+				t.Fatalf("FLURRY_PATHLAB_CHAINS: no chain %q", name)
+			}
+			chains = append(chains, pathChains[i])
+		}
+	}
+	return profiles, chains
+}
+
 // runPathCell downloads through one chain across a lab on path.
-func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.Binaries, sf SnowflakeBinaries) pathResult {
+func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.Binaries, sf SnowflakeBinaries, dir string) pathResult {
 	var r pathResult
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -135,7 +166,7 @@ func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.
 		t.Fatal(err)
 	}
 	c, err := StartChain(ctx, ChainConfig{Roles: roles, Flurry: fl, Snowflake: sf, FileSize: pathFileSize,
-		STUN: stunURL, Lab: lab, Dir: filepath.Join(t.TempDir(), "chain")})
+		STUN: stunURL, Lab: lab, Dir: dir})
 	if err != nil {
 		t.Errorf("%s: %v", roles, err)
 		r.Err = err.Error()

@@ -122,6 +122,10 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	if err := p.answer(ctx, sid, answerJSON); err != nil {
 		return FailAnswer, err
 	}
+	// The relay's WebSocket opens while the client's ICE, DTLS and SCTP
+	// handshakes run, not after them.
+	early := p.dialRelayEarly(ctx, relayURL, clientIP)
+	defer early.discard()
 
 	var ch openedChannel
 	t := time.NewTimer(p.s.DataChannelTimeout)
@@ -139,9 +143,7 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	}
 	defer ch.rwc.Close()
 
-	dctx, cancel := context.WithTimeout(ctx, p.s.RelayDialTimeout)
-	ws, err := p.relay.dial(dctx, relayURL, clientIP)
-	cancel()
+	ws, err := early.take(ctx)
 	if err != nil {
 		return FailRelay, err
 	}
