@@ -129,7 +129,7 @@ type plainTransport struct {
 	tcp *warmPool
 }
 
-func (t *plainTransport) warm(_, addr string)      { t.tcp.warm(addr) }
+func (t *plainTransport) warm(_, addr string)    { t.tcp.warm(addr) }
 func (t *plainTransport) answeredBy(addr string) { t.tcp.answeredBy(addr) }
 
 // CloseIdleConnections closes the transport's idle connections and those
