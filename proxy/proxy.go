@@ -15,6 +15,7 @@ import (
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/common/pacing"
 	"github.com/flurrypt/flurry/internal/httperrlog"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -32,6 +33,9 @@ type Proxy struct {
 	relay  *relayDialer
 	slots  *slots
 	m      *metrics
+	// pacing spaces out what the proxy's WebRTC sockets send to each
+	// client at its send window's pacing rate (sendwindow.go).
+	pacing *pacing.Registry
 
 	nat     atomic.Pointer[string] // current NAT type, one of the messages constants
 	relayUp atomic.Bool            // the default relay answered the last check
@@ -48,8 +52,8 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{s: s, log: s.Logger, slots: newSlots(s.Capacity), m: newMetrics()}
-	if p.api, p.shaper, err = newWebRTCAPI(s); err != nil {
+	p := &Proxy{s: s, log: s.Logger, slots: newSlots(s.Capacity), m: newMetrics(), pacing: pacing.NewRegistry()}
+	if p.api, p.shaper, err = newWebRTCAPI(s, p.pacing); err != nil {
 		return nil, err
 	}
 	p.relay = newRelayDialer(s)

@@ -15,6 +15,7 @@ import (
 	"github.com/pion/datachannel"
 	"github.com/pion/webrtc/v5"
 
+	"github.com/flurrypt/flurry/common/pacing"
 	"github.com/flurrypt/flurry/common/sdp"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -149,6 +150,9 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	}
 	defer ws.Close()
 
+	if sess.pacer = p.pacerFor(pc); sess.pacer != nil {
+		defer sess.pacer.Close()
+	}
 	p.m.connected()
 	defer p.m.disconnected()
 	log.Debug("relaying client")
@@ -162,6 +166,7 @@ type session struct {
 	err      error         // why it stopped; written once before done closes
 	lowWater chan struct{} // a token when the DataChannel's queue drained
 	moved    atomic.Uint64 // messages copied either way, for inactivity
+	pacer    *pacing.Pacer // paces what goes to the client; nil: nothing
 
 	// set before copying starts, used by stop to unblock the copiers
 	mu  sync.Mutex

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -11,13 +12,15 @@ import (
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/common/pacing"
 	"github.com/flurrypt/flurry/common/pionlog"
 	"github.com/flurrypt/flurry/common/webrtcnet"
 )
 
 // newWebRTCAPI builds the pion API every peer connection of the proxy
-// uses, and the covert DTLS Shaper that must learn each client's offer.
-func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
+// uses, its sockets paced by pacers, and the covert DTLS Shaper that must
+// learn each client's offer.
+func newWebRTCAPI(s *settings, pacers *pacing.Registry) (*webrtc.API, *covertdtls.Shaper, error) {
 	var se webrtc.SettingEngine
 	se.DetachDataChannels()
 	se.LoggerFactory = pionlog.New(s.Logger)
@@ -26,6 +29,7 @@ func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	dataNet = pacers.Net(dataNet)
 	shaper, err := configureDTLS(&se, s.CovertDTLS, dataNet)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -67,6 +71,20 @@ func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
 		s.ConfigureSettingEngine(&se)
 	}
 	return webrtc.NewAPI(webrtc.WithSettingEngine(se)), shaper, nil
+}
+
+// pacerFor registers a Pacer for the client's end of pc's selected
+// candidate pair; nil if there is none yet. The caller closes it.
+func (p *Proxy) pacerFor(pc *webrtc.PeerConnection) *pacing.Pacer {
+	pair, err := pc.SCTP().Transport().ICETransport().GetSelectedCandidatePair()
+	if err != nil || pair == nil || pair.Remote == nil {
+		return nil
+	}
+	addr, err := netip.ParseAddr(pair.Remote.Address)
+	if err != nil {
+		return nil
+	}
+	return p.pacing.Pace(netip.AddrPortFrom(addr, pair.Remote.Port))
 }
 
 func (p *Proxy) iceConfig() webrtc.Configuration {
