@@ -38,13 +38,15 @@ type lossyPath struct {
 }
 
 // lossyPaths are issue 25's paths: a Wi-Fi-like one (20 ms, 0.5 % loss), an
-// intercontinental one with and without 1 % loss, and a 5 Mbit/s
-// bottleneck with a 50 ms drop-tail queue.
+// intercontinental one with and without 1 % loss, a 5 Mbit/s bottleneck
+// with a 50 ms drop-tail queue, and the network lab's mobile profile
+// without its jitter (300 ms, 3 % loss, the same bottleneck).
 var lossyPaths = []lossyPath{
 	{name: "rtt=20ms,loss=0.5%", rtt: 20 * time.Millisecond, loss: 0.005, sizeMiB: 16},
 	{name: "rtt=150ms,loss=0", rtt: 150 * time.Millisecond, sizeMiB: 16},
 	{name: "rtt=150ms,loss=1%", rtt: 150 * time.Millisecond, loss: 0.01, sizeMiB: 4},
 	{name: "rtt=20ms,5Mbit/s", rtt: 20 * time.Millisecond, rate: 5e6 / 8, sizeMiB: 4},
+	{name: "rtt=300ms,loss=3%,5Mbit/s", rtt: 300 * time.Millisecond, loss: 0.03, rate: 5e6 / 8, sizeMiB: 2},
 }
 
 func (p lossyPath) chainPath(seed uint64) chaintest.Path {

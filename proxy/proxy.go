@@ -52,7 +52,10 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{s: s, log: s.Logger, slots: newSlots(s.Capacity), m: newMetrics(), pacing: pacing.NewRegistry()}
+	p := &Proxy{s: s, log: s.Logger, slots: newSlots(s.Capacity), m: newMetrics(), pacing: s.Pacers}
+	if p.pacing == nil {
+		p.pacing = pacing.NewRegistry()
+	}
 	if p.api, p.shaper, err = newWebRTCAPI(s, p.pacing); err != nil {
 		return nil, err
 	}

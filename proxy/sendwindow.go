@@ -248,19 +248,10 @@ func (w *sendWindow) endRound(now time.Time) {
 		w.bw[w.bwNext] = w.roundMax
 		w.bwNext = (w.bwNext + 1) % bwRounds
 	}
-	if w.queueGrew() {
-		switch {
-		case w.startup:
-			// The queue at the bottleneck grows: the path is full
-			// (HyStart's delay signal), before its queue overflows.
-			w.startup, w.drain = false, true
-		case !w.drain && w.probeRTTEnd.IsZero() && !w.roundMaxLimited:
-			// A queue stands even under the round's best sample: the
-			// estimate is above what the path delivers (acknowledgements
-			// bunched by jitter inflate samples). Fall back to what the
-			// round delivered.
-			w.capBandwidth(w.roundMax)
-		}
+	if w.startup && w.queueGrew() {
+		// The queue at the bottleneck grows: the path is full (HyStart's
+		// delay signal), before its queue overflows.
+		w.startup, w.drain = false, true
 	}
 	if w.startup && !w.roundMaxLimited {
 		if bw := w.bandwidth(); bw >= 1.25*w.fullBw {
@@ -293,13 +284,6 @@ func (w *sendWindow) queueGrew() bool {
 	}
 	threshold := min(max(w.minRTT/startupDelayFraction, startupDelayExitMin), startupDelayExitMax)
 	return w.roundMinRTT > w.minRTT+threshold
-}
-
-// capBandwidth lowers every remembered round's rate to at most rate.
-func (w *sendWindow) capBandwidth(rate float64) {
-	for i := range w.bw {
-		w.bw[i] = min(w.bw[i], rate)
-	}
 }
 
 // bandwidth is the largest delivery rate of the remembered rounds, in

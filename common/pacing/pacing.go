@@ -12,12 +12,20 @@ import (
 
 const (
 	// Burst is how far ahead of its rate a Pacer lets datagrams go
-	// without waiting: a millisecond's worth leaves in one burst, which
-	// any bottleneck's queue holds.
-	Burst = time.Millisecond
+	// without waiting: a few milliseconds' worth leaves in one burst,
+	// which any bottleneck's queue holds, and the sender sleeps (and pion
+	// batches its datagrams) a few hundred times a second, not thousands.
+	Burst = 4 * time.Millisecond
+	// CatchUp is how late a busy Pacer may fall behind its schedule and
+	// still catch up, its datagrams leaving back to back until it is on
+	// time: a sender woken late (a loaded machine's scheduler) would
+	// otherwise send below the rate it set, and a delivery rate measured
+	// from what it sent would drag the rate down with it. Behind by more,
+	// the Pacer was idle, and grants one Burst.
+	CatchUp = 20 * time.Millisecond
 	// MaxRate, in bytes per second, is the rate from which a Pacer paces
-	// nothing: a millisecond's burst there is larger than what pacing
-	// would save, and waking the sender every millisecond costs CPU.
+	// nothing: a Burst there is larger than what pacing would save, and
+	// waking the sender so often costs CPU.
 	MaxRate = 25e6
 	// MinRate, in bytes per second, is the slowest pace: slower rates are
 	// raised to it, so that a datagram never waits long.
@@ -153,7 +161,7 @@ func (p *Pacer) wait(n int) {
 	}
 	now := time.Now()
 	start := p.next
-	if idle := now.Add(-Burst); start.Before(idle) {
+	if idle := now.Add(-Burst); start.Before(idle) && now.Sub(start) > CatchUp {
 		start = idle // an idle pacer grants one burst, no more
 	}
 	p.next = start.Add(time.Duration(float64(n) / p.rate * float64(time.Second)))
@@ -182,6 +190,21 @@ func (n pacedNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPCo
 		return pacedAddrPortConn{pc, ap}, nil
 	}
 	return pc, nil
+}
+
+// PacketConn returns c with what it sends to the destinations of r's
+// Pacers paced, for a socket handed to pion directly (a UDPMux's) rather
+// than opened through Net.
+func (r *Registry) PacketConn(c net.PacketConn) net.PacketConn { return pacedPacketConn{c, r} }
+
+type pacedPacketConn struct {
+	net.PacketConn
+	r *Registry
+}
+
+func (c pacedPacketConn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	c.r.waitAddr(addr, len(p))
+	return c.PacketConn.WriteTo(p, addr)
 }
 
 // pacedConn paces the writes of a UDP socket.
