@@ -50,7 +50,7 @@ func NewRegistry() *Registry {
 // dst before is replaced.
 func (r *Registry) Pace(dst netip.AddrPort) *Pacer {
 	dst = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
-	p := &Pacer{r: r, dst: dst}
+	p := &Pacer{r: r, dst: dst, done: make(chan struct{})}
 	r.mu.Lock()
 	if _, ok := r.pacers[dst]; !ok {
 		r.active.Add(1)
@@ -94,6 +94,8 @@ func (r *Registry) waitAddr(addr net.Addr, n int) {
 type Pacer struct {
 	r   *Registry
 	dst netip.AddrPort
+
+	done chan struct{} // closed by Close: datagrams waiting leave at once
 
 	mu   sync.Mutex
 	rate float64   // bytes per second; 0: no pacing
@@ -141,7 +143,7 @@ func (p *Pacer) Held(now time.Time) uint64 {
 }
 
 // Close removes the Pacer from its Registry; datagrams to its destination
-// are no longer paced.
+// are no longer paced, and those waiting leave at once. Idempotent.
 func (p *Pacer) Close() {
 	p.r.mu.Lock()
 	if p.r.pacers[p.dst] == p {
@@ -149,6 +151,13 @@ func (p *Pacer) Close() {
 		p.r.active.Add(-1)
 	}
 	p.r.mu.Unlock()
+	p.mu.Lock()
+	select {
+	case <-p.done:
+	default:
+		close(p.done)
+	}
+	p.mu.Unlock()
 }
 
 // wait takes a turn for n bytes and sleeps until it comes, unless it is
@@ -167,7 +176,12 @@ func (p *Pacer) wait(n int) {
 	p.next = start.Add(time.Duration(float64(n) / p.rate * float64(time.Second)))
 	p.mu.Unlock()
 	if d := start.Sub(now); d > 0 {
-		time.Sleep(d)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-p.done:
+			t.Stop()
+		}
 	}
 }
 
