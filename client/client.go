@@ -304,9 +304,20 @@ func (c *Client) emit(e Event) {
 	}
 }
 
+// warmer is a Rendezvous that can open its connection to the broker ahead
+// of an exchange (the HTTP and AMP cache methods).
+type warmer interface {
+	Warm()
+}
+
 // connect runs one attempt: offer, rendezvous, DataChannel. It returns the
 // attempt's peer id, also on failure (empty if no offer was made).
 func (c *Client) connect(ctx context.Context) (*webrtcpeer.Peer, string, error) {
+	// The broker connection opens while ICE gathers the offer's
+	// candidates (a STUN round trip), not after.
+	if w, ok := c.rendezvous.(warmer); ok {
+		w.Warm()
+	}
 	var natSent, peerID string
 	negotiated := false
 	negotiate := func(ctx context.Context, offer string) (string, error) {

@@ -38,13 +38,15 @@ type lossyPath struct {
 }
 
 // lossyPaths are issue 25's paths: a Wi-Fi-like one (20 ms, 0.5 % loss), an
-// intercontinental one with and without 1 % loss, and a 5 Mbit/s
-// bottleneck with a 50 ms drop-tail queue.
+// intercontinental one with and without 1 % loss, a 5 Mbit/s bottleneck
+// with a 50 ms drop-tail queue, and the network lab's mobile profile
+// without its jitter (300 ms, 3 % loss, the same bottleneck).
 var lossyPaths = []lossyPath{
 	{name: "rtt=20ms,loss=0.5%", rtt: 20 * time.Millisecond, loss: 0.005, sizeMiB: 16},
 	{name: "rtt=150ms,loss=0", rtt: 150 * time.Millisecond, sizeMiB: 16},
 	{name: "rtt=150ms,loss=1%", rtt: 150 * time.Millisecond, loss: 0.01, sizeMiB: 4},
 	{name: "rtt=20ms,5Mbit/s", rtt: 20 * time.Millisecond, rate: 5e6 / 8, sizeMiB: 4},
+	{name: "rtt=300ms,loss=3%,5Mbit/s", rtt: 300 * time.Millisecond, loss: 0.03, rate: 5e6 / 8, sizeMiB: 2},
 }
 
 func (p lossyPath) chainPath(seed uint64) chaintest.Path {
@@ -72,15 +74,17 @@ func seedBytes(seed uint64) [32]byte {
 }
 
 // lossyChain starts a chain whose target is downloadSource and whose one
-// proxy sits behind path, and dials a client through it.
-func lossyChain(tb testing.TB, path chaintest.Path, size int64, seed uint64) (*chaintest.Chain, *lossyudp.Conn, func() net.Conn) {
+// proxy sits behind path, and returns its relay, the proxy's socket and a
+// dialer of a client through it.
+func lossyChain(tb testing.TB, path chaintest.Path, size int64, seed uint64) (*relay.Relay, *lossyudp.Conn, func() net.Conn) {
 	tb.Helper()
 	ch := &chaintest.Chain{Target: downloadSource(tb, size, seed)}
-	_, ch.RelayURL = chaintest.StartRelay(tb, relay.Config{ForwardAddr: ch.Target})
+	r, relayURL := chaintest.StartRelay(tb, relay.Config{ForwardAddr: ch.Target})
+	ch.RelayURL = relayURL
 	_, ch.BrokerURL = chaintest.StartBroker(tb, broker.Config{Bridges: chaintest.BridgeList(ch.RelayURL), PollInterval: time.Second})
 	_, udp := chaintest.StartProxyOnPath(tb, "p1", ch.BrokerURL, ch.RelayURL, path)
 	c := newLoopbackClient(tb, ch.BrokerURL, 1, nil)
-	return ch, udp, func() net.Conn { return dial(tb, c) }
+	return r, udp, func() net.Conn { return dial(tb, c) }
 }
 
 // download reads size bytes from conn and fails the test unless they are
@@ -122,10 +126,11 @@ func TestChainLossyDownload(t *testing.T) {
 
 // BenchmarkLossyDownload measures downloads through the chain on each of
 // lossyPaths. MB/s is the download's bytes over the time from the stream's
-// opening to its last byte; drops counts the bottleneck's queue overflows
-// retx% the datagrams the proxy sent beyond one per 1 160 bytes
-// (SACKs included) and kcp-retx% the KCP segments sent again (by the
-// relay, nearly all) over all segments sent.
+// opening to its last byte; drops counts the bottleneck's queue overflows,
+// relay-drops the packets the relay's own queues dropped (a client's
+// outgoing queue full), retx% the datagrams the proxy sent beyond one per
+// 1 160 bytes (SACKs included) and kcp-retx% the KCP segments sent again
+// (by the relay, nearly all) over all segments sent.
 func BenchmarkLossyDownload(b *testing.B) {
 	for _, p := range lossyPaths {
 		b.Run(p.name, func(b *testing.B) {
@@ -136,7 +141,7 @@ func BenchmarkLossyDownload(b *testing.B) {
 			case chaintest.Smoke():
 				size = 256 << 10
 			}
-			_, udp, dialer := lossyChain(b, p.chainPath(uint64(b.N)), size, 9)
+			r, udp, dialer := lossyChain(b, p.chainPath(uint64(b.N)), size, 9)
 			// Rendezvous and WebRTC first, outside the measurement.
 			first := dialer()
 			first.Close()
@@ -144,6 +149,7 @@ func BenchmarkLossyDownload(b *testing.B) {
 			var downloads int
 			before := udp.OutStats()
 			kcpBefore := kcp.DefaultSnmp.Copy()
+			relayBefore := r.Stats().QueueDrops
 			for b.Loop() {
 				start := time.Now()
 				conn := dialer()
@@ -160,6 +166,7 @@ func BenchmarkLossyDownload(b *testing.B) {
 			mb := float64(size) * float64(downloads) / 1e6
 			b.ReportMetric(mb/elapsed.Seconds(), "MB/s")
 			b.ReportMetric(float64(out.Overflowed-before.Overflowed), "drops")
+			b.ReportMetric(float64(r.Stats().QueueDrops-relayBefore), "relay-drops")
 			sent := float64(out.Sent - before.Sent)
 			b.ReportMetric(100*(sent/(float64(size)*float64(downloads)/1160)-1), "retx%")
 			if !chaintest.Quiet(b) {

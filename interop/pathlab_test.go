@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,15 +22,25 @@ import (
 // pathChains are the chains the path lab compares: each implementation
 // whole, Flurry's client with Snowflake's proxy and relay (what most of
 // our users meet), and Snowflake's client with our proxy and relay.
-var pathChains = []struct {
-	name  string
-	roles Roles
-}{
+var pathChains = []pathChain{
 	{"snowflake", Roles{Snowflake, Snowflake, Snowflake, Snowflake}},
 	{"flurry", Roles{}},
 	{"fl-client+sf-proxy+sf-relay", Roles{Broker: Snowflake, Proxy: Snowflake, Client: Flurry, Relay: Snowflake}},
 	{"sf-client+fl-proxy+fl-relay", Roles{Broker: Flurry, Proxy: Flurry, Client: Snowflake, Relay: Flurry}},
 }
+
+// pathChain is a chain of the path lab, named for its report.
+type pathChain struct {
+	name  string
+	roles Roles
+}
+
+// sharedChains also run, on a rate-limited path, beside a plain TCP
+// download through the same bottleneck: is the chain fair to the path?
+var sharedChains = map[string]bool{"snowflake": true, "flurry": true}
+
+// sharedTime is how long the TCP download runs beside the chain's.
+const sharedTime = 30 * time.Second
 
 // pathProfiles are the paths between the client and the rest.
 var pathProfiles = []string{"wifi", "delay=75ms,jitter=5ms", "intercontinental", "mobile"}
@@ -50,12 +62,20 @@ type pathResult struct {
 	// BoxDrops counts the box's own drops (its queue behind the rate),
 	// LossDrops the profile's random losses.
 	BoxDrops, LossDrops uint64
+	// Shared is set when a TCP download ran beside the chain's for
+	// sharedTime from the chain's first byte: SharedMBps is what the chain
+	// carried meanwhile, TCPMBps what TCP did.
+	Shared              bool
+	SharedMBps, TCPMBps float64
 	Err                 string
 }
 
 func (r pathResult) String() string {
 	s := fmt.Sprintf("%6.2f MB/s, first byte %5.2fs, gap %5.2fs, box drops %d, lost %d", r.MBps,
 		r.FirstByte.Seconds(), r.LongestGap.Seconds(), r.BoxDrops, r.LossDrops)
+	if r.Shared {
+		s += fmt.Sprintf(", beside TCP %.2f MB/s against TCP's %.2f", r.SharedMBps, r.TCPMBps)
+	}
 	if len(r.CPUPerMB) > 0 {
 		s += fmt.Sprintf(", CPU ms/MB client %.0f proxy %.0f relay %.0f",
 			r.CPUPerMB["client"], r.CPUPerMB["proxy"], r.CPUPerMB["relay"])
@@ -77,39 +97,56 @@ func TestPathLab(t *testing.T) {
 	}
 	testenv.Root(t, "the path lab's namespaces and TUN devices")
 	fl, sf := binaries(t)
+	profiles, chains, withTCP := pathLabSelection(t)
+	logs := os.Getenv("FLURRY_PATHLAB_LOGS")
 	var report strings.Builder
 	n := 0
-	for _, profile := range pathProfiles {
+	for _, profile := range profiles {
 		path, err := netlab.ParseProfile(profile)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(&report, "path %s (each direction)\n", profile)
 		for round := range 2 {
-			n++
-			lab, err := netlab.New(context.Background(), netlab.Config{Name: fmt.Sprintf("pl%d", n), Up: path, Down: path, Seed: uint64(n)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*pathTimeout)
-			before := lab.Stats()
-			ref, err := netlab.TCPReference(ctx, lab, pathFileSize)
-			cancel()
-			lab.Close()
-			if err != nil {
-				t.Errorf("%s: TCP reference: %v", profile, err)
-			}
-			st := ref.Stats.Sub(before)
-			line := fmt.Sprintf("  %d %-28s %6.2f MB/s, first byte %5.2fs, box drops %d, lost %d\n", round+1, "tcp", ref.MBps(),
-				ref.TimeToFirstByte.Seconds(), st.Up.QueueDropped+st.Down.QueueDropped, st.Up.LossDropped+st.Down.LossDropped)
-			report.WriteString(line)
-			t.Logf("%s:%s", profile, line) // as it goes: the run takes many minutes
-			for _, c := range pathChains {
+			if withTCP {
 				n++
-				r := runPathCell(t, n, path, c.roles, fl, sf)
-				line := fmt.Sprintf("  %d %-28s %s\n", round+1, c.name, r)
+				lab, err := netlab.New(context.Background(), netlab.Config{Name: fmt.Sprintf("pl%d", n), Up: path, Down: path, Seed: uint64(n)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*pathTimeout)
+				before := lab.Stats()
+				ref, err := netlab.TCPReference(ctx, lab, pathFileSize)
+				cancel()
+				if err != nil {
+					t.Errorf("%s: TCP reference: %v", profile, err)
+				}
+				st := ref.Stats.Sub(before)
+				line := fmt.Sprintf("  %d %-28s %6.2f MB/s, first byte %5.2fs, box drops %d, lost %d\n", round+1, "tcp", ref.MBps(),
+					ref.TimeToFirstByte.Seconds(), st.Up.QueueDropped+st.Down.QueueDropped, st.Up.LossDropped+st.Down.LossDropped)
 				report.WriteString(line)
-				t.Logf("%s:%s", profile, line)
+				t.Logf("%s:%s", profile, line) // as it goes: the run takes many minutes
+				lab.Close()
+			}
+			for _, c := range chains {
+				for _, share := range []bool{false, true} {
+					if share && (path.Rate == 0 || !sharedChains[c.name]) {
+						continue
+					}
+					n++
+					name := c.name
+					if share {
+						name += "+tcp"
+					}
+					dir := filepath.Join(t.TempDir(), "chain")
+					if logs != "" {
+						dir = filepath.Join(logs, fmt.Sprintf("%d-%s-%d-%s", n, profile, round+1, name))
+					}
+					r := runPathCell(t, n, path, c.roles, fl, sf, dir, share)
+					line := fmt.Sprintf("  %d %-28s %s\n", round+1, name, r)
+					report.WriteString(line)
+					t.Logf("%s:%s", profile, line)
+				}
 			}
 		}
 	}
@@ -117,8 +154,36 @@ func TestPathLab(t *testing.T) {
 		time.Now().UTC().Format(time.DateOnly), report.String())
 }
 
+// pathLabSelection returns the profiles and chains to run and whether to
+// run the plain TCP download: all of them, or those FLURRY_PATHLAB_PROFILES
+// (profiles separated by spaces) and FLURRY_PATHLAB_CHAINS (chain names,
+// and tcp for the TCP download, separated by commas) name.
+func pathLabSelection(t *testing.T) (profiles []string, chains []pathChain, withTCP bool) {
+	profiles, chains, withTCP = pathProfiles, pathChains, true
+	if v := os.Getenv("FLURRY_PATHLAB_PROFILES"); v != "" {
+		profiles = strings.Fields(v)
+	}
+	if v := os.Getenv("FLURRY_PATHLAB_CHAINS"); v != "" {
+		chains, withTCP = nil, false
+		for name := range strings.SplitSeq(v, ",") {
+			if name == "tcp" {
+				withTCP = true
+				continue
+			}
+			i := slices.IndexFunc(pathChains, func(c pathChain) bool { return c.name == name })
+			if i < 0 {
+				t.Fatalf("FLURRY_PATHLAB_CHAINS: no chain %q", name)
+			}
+			chains = append(chains, pathChains[i])
+		}
+	}
+	return profiles, chains, withTCP
+}
+
 // runPathCell downloads through one chain across a lab on path.
-func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.Binaries, sf SnowflakeBinaries) pathResult {
+// With share, a plain TCP download runs beside it for sharedTime from its
+// first byte.
+func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.Binaries, sf SnowflakeBinaries, dir string, share bool) pathResult {
 	var r pathResult
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -135,7 +200,7 @@ func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.
 		t.Fatal(err)
 	}
 	c, err := StartChain(ctx, ChainConfig{Roles: roles, Flurry: fl, Snowflake: sf, FileSize: pathFileSize,
-		STUN: stunURL, Lab: lab, Dir: filepath.Join(t.TempDir(), "chain")})
+		STUN: stunURL, Lab: lab, Dir: dir})
 	if err != nil {
 		t.Errorf("%s: %v", roles, err)
 		r.Err = err.Error()
@@ -150,6 +215,11 @@ func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.
 	stop := make(chan struct{})
 	go watchGaps(&progress, &gap, stop)
 	dctx, dcancel := context.WithTimeout(ctx, pathTimeout)
+	var shared sync.WaitGroup
+	if share {
+		r.Shared = true
+		shared.Go(func() { r.SharedMBps, r.TCPMBps = shareWithTCP(dctx, lab, &progress) })
+	}
 	var fr demo.FetchResult
 	err = c.InClient(func() error {
 		var err error
@@ -157,6 +227,7 @@ func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.
 		return err
 	})
 	dcancel()
+	shared.Wait()
 	close(stop)
 	if err != nil {
 		if errors.Is(err, demo.ErrChecksum) || !errors.Is(dctx.Err(), context.DeadlineExceeded) {
@@ -180,6 +251,27 @@ func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.
 		}
 	}
 	return r
+}
+
+// shareWithTCP waits for the chain's first byte, then runs a plain TCP
+// download through the lab for sharedTime (or until ctx ends) and returns
+// what the chain and the TCP download carried meanwhile, in MB/s.
+func shareWithTCP(ctx context.Context, lab *netlab.Lab, progress *demo.Progress) (chainMBps, tcpMBps float64) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for progress.Bytes() == 0 {
+		select {
+		case <-ctx.Done():
+			return 0, 0
+		case <-tick.C:
+		}
+	}
+	start, before := time.Now(), progress.Bytes()
+	tctx, cancel := context.WithTimeout(ctx, sharedTime)
+	defer cancel()
+	res, _ := netlab.TCPReference(tctx, lab, 1<<30) // ends at sharedTime
+	chainMBps = float64(progress.Bytes()-before) / 1e6 / time.Since(start).Seconds()
+	return chainMBps, res.MBps()
 }
 
 // watchGaps samples progress every 50 ms until stop and keeps in gap the

@@ -44,7 +44,8 @@ const referencePort = 7070
 // TCPReference measures a plain TCP download through the box: a server on
 // the outside's first address sends size bytes to a client on the client
 // side, which reads them all. It is the reference Flurry's chains are
-// compared with on the same path.
+// compared with on the same path. If ctx ends first, the error comes with
+// what arrived by then (Bytes, TimeToFirstByte, Elapsed and Stats).
 func TCPReference(ctx context.Context, lab *Lab, size int64) (Result, error) {
 	if size <= 0 {
 		return Result{}, fmt.Errorf("tcp reference: size %d <= 0", size)
@@ -100,7 +101,9 @@ func TCPReference(ctx context.Context, lab *Lab, size int64) (Result, error) {
 			break
 		}
 		if err != nil {
-			return Result{}, fmt.Errorf("tcp reference: read after %d bytes: %w", res.Bytes, errors.Join(ctx.Err(), err))
+			res.Elapsed = time.Since(start)
+			res.Stats = lab.Stats().Sub(before)
+			return res, fmt.Errorf("tcp reference: read after %d bytes: %w", res.Bytes, errors.Join(ctx.Err(), err))
 		}
 	}
 	res.Elapsed = time.Since(start)

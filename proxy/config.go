@@ -16,6 +16,7 @@ import (
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/common/pacing"
 	"github.com/flurrypt/flurry/common/relaypattern"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -107,6 +108,12 @@ type Config struct {
 	// ConfigureSettingEngine, if set, is called last on the pion
 	// SettingEngine used for every peer connection.
 	ConfigureSettingEngine func(*webrtc.SettingEngine)
+	// Pacers is the Registry whose Pacers space out what the proxy's
+	// WebRTC sockets send to each client (package pacing); nil means a
+	// Registry of the proxy's own. Give one when ConfigureSettingEngine
+	// hands pion a socket of its own (a UDPMux's), wrapped with
+	// Registry.PacketConn, so that it is paced too.
+	Pacers *pacing.Registry
 	// MaxMessageSize is the largest DataChannel message accepted from a
 	// client, and advertised in answers; 0 means DefaultMaxMessageSize.
 	MaxMessageSize int

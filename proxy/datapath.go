@@ -154,6 +154,10 @@ func (p *Proxy) readRelay(ws *websocket.Conn, d *downstream, s *session) {
 	}
 }
 
+// maxReadingTime bounds the time a BufferedAmount reading may take to
+// count as taken at the time before it.
+const maxReadingTime = time.Millisecond
+
 // relayToClient writes what readRelay reads to the DataChannel, as much
 // of what is pending as the send window (sendwindow.go) lets in, as one
 // message, and otherwise waits for the client to acknowledge more.
@@ -173,14 +177,29 @@ func (p *Proxy) relayToClient(d *downstream, out []byte, ch openedChannel, s *se
 		if _, err := ch.rwc.Write(out); err != nil {
 			return err
 		}
-		w.wrote(time.Now(), len(out))
+		sent := time.Now()
+		if s.pacer != nil {
+			sent = s.pacer.Next(sent)
+		}
+		w.wrote(sent, len(out))
 		p.m.addToClient(len(out))
 		s.moved.Add(1)
 		for {
-			buffered := ch.dc.BufferedAmount()
+			// A reading that took long (the goroutine descheduled
+			// around it) has no trustworthy time: it updates nothing.
 			now := time.Now()
-			w.acked(now, buffered)
+			buffered := ch.dc.BufferedAmount()
+			if time.Since(now) < maxReadingTime {
+				var held uint64
+				if s.pacer != nil {
+					held = s.pacer.Held(now)
+				}
+				w.acked(now, buffered, held)
+			}
 			win := uint64(w.window(now))
+			if s.pacer != nil {
+				s.pacer.SetRate(w.pacingRate(now))
+			}
 			// Write again once a batch fits: a full message, or a
 			// quarter of a small window.
 			batch := min(uint64(downstreamMessageSize), max(win/4, sctpChunkPayload))

@@ -15,6 +15,7 @@ import (
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/common/pacing"
 	"github.com/flurrypt/flurry/internal/httprun"
 	"github.com/flurrypt/flurry/internal/sleep"
 	"github.com/flurrypt/flurry/messages"
@@ -33,6 +34,9 @@ type Proxy struct {
 	relay  *relayDialer
 	slots  *slots
 	m      *metrics
+	// pacing spaces out what the proxy's WebRTC sockets send to each
+	// client at its send window's pacing rate (sendwindow.go).
+	pacing *pacing.Registry
 
 	nat     atomic.Pointer[string] // current NAT type, one of the messages constants
 	relayUp atomic.Bool            // the default relay answered the last check
@@ -50,8 +54,11 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	s.warn()
-	p := &Proxy{s: s, log: s.Logger, slots: newSlots(s.Capacity), m: newMetrics()}
-	if p.api, p.shaper, err = newWebRTCAPI(s); err != nil {
+	p := &Proxy{s: s, log: s.Logger, slots: newSlots(s.Capacity), m: newMetrics(), pacing: s.Pacers}
+	if p.pacing == nil {
+		p.pacing = pacing.NewRegistry()
+	}
+	if p.api, p.shaper, err = newWebRTCAPI(s, p.pacing); err != nil {
 		return nil, err
 	}
 	p.relay = newRelayDialer(s)

@@ -36,13 +36,15 @@ import (
 // wire. The zero value is not ready: use newSendWindow. Not safe for
 // concurrent use: the DataChannel's writer owns it.
 type sendWindow struct {
-	written         uint64    // bytes written to the DataChannel
-	delivered       uint64    // bytes the client acknowledged: written − BufferedAmount
-	deliveredAt     time.Time // when delivered last grew
-	deliveredSent   time.Time // when the newest acknowledged mark was written
-	appLimitedUntil uint64    // samples are app-limited until delivered passes it
-	roundMax        float64   // the round's largest rate sample
-	roundMaxLimited bool      // whether all of the round's samples were app-limited
+	written         uint64        // bytes written to the DataChannel
+	delivered       uint64        // bytes the client acknowledged: written − BufferedAmount
+	deliveredAt     time.Time     // when delivered last grew
+	deliveredSent   time.Time     // when the newest acknowledged mark was written
+	appLimitedUntil uint64        // samples are app-limited until delivered passes it
+	roundMax        float64       // the round's largest rate sample
+	roundMaxLimited bool          // whether all of the round's samples were app-limited
+	roundMinRTT     time.Duration // the round's shortest round trip sample; 0: none
+	roundRTTs       int           // the round's round trip samples
 
 	// Writes not yet acknowledged, for round trip samples: a ring, oldest
 	// first; when full, the newest mark is overwritten (fewer samples).
@@ -64,6 +66,13 @@ type sendWindow struct {
 	startup      bool
 	fullBw       float64
 	fullBwRounds int
+
+	// Pacing (pacingRate): after startup, drain until what is in flight
+	// is one bandwidth-delay product, then cycle through probeBWGains,
+	// one minimum round trip each.
+	drain      bool
+	cycle      int
+	cycleStart time.Time
 }
 
 type writeMark struct {
@@ -89,8 +98,14 @@ const (
 	// the round trip without the proxy's own queue.
 	probeRTTTime = 200 * time.Millisecond
 
-	startupGain = 2.0
+	startupGain = 2.89
 	steadyGain  = 2.0
+
+	// startupPacingGain paces startup at 2/ln 2 times the delivery rate,
+	// which doubles it each round trip; drainPacingGain empties the
+	// queue startup built.
+	startupPacingGain = 2.89
+	drainPacingGain   = 1 / startupPacingGain
 
 	// initialWindow is the window before any measurement: about 28 SCTP
 	// packets, below a 5 Mbit/s bottleneck's 50 ms queue plus its
@@ -109,12 +124,22 @@ const (
 	sctpMinCwnd = maxWindow
 )
 
+// probeBWGains are the pacing gains of the steady state, one minimum round
+// trip each (BBR's ProbeBW): a round at 1.25 finds bandwidth that has
+// become free, the next at 0.75 drains the queue that probe built, six at
+// the delivery rate.
+var probeBWGains = [...]float64{1.25, 0.75, 1, 1, 1, 1, 1, 1}
+
 func newSendWindow() *sendWindow {
 	return &sendWindow{startup: true}
 }
 
-// wrote records that n more bytes were written to the DataChannel at now.
-func (w *sendWindow) wrote(now time.Time, n int) {
+// wrote records that n more bytes were written to the DataChannel, to
+// leave the proxy from sent on: when they were written, or later if the
+// pacer holds them (Pacer.Next), so that the round trip samples do not
+// count the time they waited there.
+func (w *sendWindow) wrote(sent time.Time, n int) {
+	now := sent
 	if n <= 0 {
 		return
 	}
@@ -136,7 +161,7 @@ func (w *sendWindow) wrote(now time.Time, n int) {
 		delivered:     w.delivered,
 		deliveredAt:   w.deliveredAt,
 		deliveredSent: w.deliveredSent,
-		appLimited:    w.appLimitedUntil > w.delivered,
+		appLimited:    w.appLimitedUntil != 0 && w.appLimitedUntil >= w.delivered,
 	}
 	w.mlen++
 }
@@ -148,8 +173,9 @@ func (w *sendWindow) appLimited() {
 	w.appLimitedUntil = max(w.written, 1)
 }
 
-// acked updates the estimates from the DataChannel's BufferedAmount at now.
-func (w *sendWindow) acked(now time.Time, buffered uint64) {
+// acked updates the estimates from the DataChannel's BufferedAmount at now,
+// of which held bytes have not left the proxy yet (the pacer holds them).
+func (w *sendWindow) acked(now time.Time, buffered, held uint64) {
 	if buffered > w.written {
 		buffered = w.written
 	}
@@ -174,12 +200,20 @@ func (w *sendWindow) acked(now time.Time, buffered uint64) {
 	if w.inRound && delivered >= w.roundEnd {
 		w.endRound(now)
 	}
+	if inflight := w.written - w.delivered - min(held, w.written-w.delivered); w.drain && float64(inflight) <= w.bandwidth()*w.minRTT.Seconds() {
+		w.drain = false
+		w.cycle, w.cycleStart = 0, now
+	}
 }
 
 func (w *sendWindow) rttSample(now time.Time, rtt time.Duration) {
 	if rtt <= 0 {
 		rtt = time.Microsecond
 	}
+	if w.roundRTTs == 0 || rtt < w.roundMinRTT {
+		w.roundMinRTT = rtt
+	}
+	w.roundRTTs++
 	if !w.probeRTTEnd.IsZero() {
 		if !w.probeRTTSeen || rtt < w.probeRTTMin {
 			w.probeRTTMin, w.probeRTTSeen = rtt, true
@@ -200,7 +234,8 @@ func (w *sendWindow) beginRound(now time.Time) {
 	w.inRound = true
 	w.roundEnd = w.written
 	w.roundMax, w.roundMaxLimited = 0, true
-	if w.appLimitedUntil <= w.delivered {
+	w.roundMinRTT, w.roundRTTs = 0, 0
+	if w.appLimitedUntil < w.delivered {
 		w.appLimitedUntil = 0
 	}
 }
@@ -213,16 +248,42 @@ func (w *sendWindow) endRound(now time.Time) {
 		w.bw[w.bwNext] = w.roundMax
 		w.bwNext = (w.bwNext + 1) % bwRounds
 	}
+	if w.startup && w.queueGrew() {
+		// The queue at the bottleneck grows: the path is full (HyStart's
+		// delay signal), before its queue overflows.
+		w.startup, w.drain = false, true
+	}
 	if w.startup && !w.roundMaxLimited {
 		if bw := w.bandwidth(); bw >= 1.25*w.fullBw {
 			w.fullBw, w.fullBwRounds = bw, 0
 		} else if w.fullBwRounds++; w.fullBwRounds >= 3 {
-			w.startup = false
+			w.startup, w.drain = false, true
 		}
 	}
 	if w.written > w.delivered {
 		w.beginRound(now)
 	}
+}
+
+// Startup ends early when a round's shortest round trip exceeds the
+// minimum by startupDelayExit (an eighth of the minimum, within bounds):
+// the queue at the bottleneck is growing. A round needs startupRTTSamples
+// samples for its shortest to say so over the path's jitter.
+const (
+	startupRTTSamples    = 8
+	startupDelayExitMin  = 4 * time.Millisecond
+	startupDelayExitMax  = 16 * time.Millisecond
+	startupDelayFraction = 8
+)
+
+// queueGrew reports whether the round that ends says the bottleneck's
+// queue is growing.
+func (w *sendWindow) queueGrew() bool {
+	if w.roundRTTs < startupRTTSamples || w.minRTT == 0 {
+		return false
+	}
+	threshold := min(max(w.minRTT/startupDelayFraction, startupDelayExitMin), startupDelayExitMax)
+	return w.roundMinRTT > w.minRTT+threshold
 }
 
 // bandwidth is the largest delivery rate of the remembered rounds, in
@@ -265,4 +326,31 @@ func (w *sendWindow) window(now time.Time) int {
 	}
 	win := int(gain * bw * w.minRTT.Seconds())
 	return min(max(win, minWindow), maxWindow)
+}
+
+// pacingRate returns the rate in bytes per second at which what is
+// written should leave the proxy (package pacing), or zero before the
+// first estimate: BBR's pacing, gain times the delivery rate, the gain
+// after startup and drain cycling through probeBWGains.
+func (w *sendWindow) pacingRate(now time.Time) float64 {
+	bw := w.bandwidth()
+	if bw == 0 || w.minRTT == 0 {
+		return 0
+	}
+	switch {
+	case !w.probeRTTEnd.IsZero():
+		return bw
+	case w.startup:
+		return startupPacingGain * bw
+	case w.drain:
+		return drainPacingGain * bw
+	}
+	if w.cycleStart.IsZero() {
+		w.cycleStart = now
+	}
+	if now.Sub(w.cycleStart) >= w.minRTT {
+		w.cycle = (w.cycle + 1) % len(probeBWGains)
+		w.cycleStart = now
+	}
+	return probeBWGains[w.cycle] * bw
 }

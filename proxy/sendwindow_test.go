@@ -72,7 +72,7 @@ func (p *simPath) run(w *sendWindow, start time.Time, d time.Duration, appLimite
 		now = now.Add(time.Millisecond)
 		for {
 			buffered := p.buffered(now)
-			w.acked(now, buffered)
+			w.acked(now, buffered, 0)
 			if now.Sub(start) > d/2 {
 				peak = max(peak, buffered)
 			}

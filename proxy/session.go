@@ -15,6 +15,7 @@ import (
 	"github.com/pion/datachannel"
 	"github.com/pion/webrtc/v5"
 
+	"github.com/flurrypt/flurry/common/pacing"
 	"github.com/flurrypt/flurry/common/sdp"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -122,6 +123,10 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	if err := p.answer(ctx, sid, answerJSON); err != nil {
 		return FailAnswer, err
 	}
+	// The relay's WebSocket opens while the client's ICE, DTLS and SCTP
+	// handshakes run, not after them.
+	early := p.dialRelayEarly(ctx, relayURL, clientIP)
+	defer early.discard()
 
 	var ch openedChannel
 	t := time.NewTimer(p.s.DataChannelTimeout)
@@ -139,14 +144,15 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	}
 	defer ch.rwc.Close()
 
-	dctx, cancel := context.WithTimeout(ctx, p.s.RelayDialTimeout)
-	ws, err := p.relay.dial(dctx, relayURL, clientIP)
-	cancel()
+	ws, err := early.take(ctx)
 	if err != nil {
 		return FailRelay, err
 	}
 	defer ws.Close()
 
+	if sess.pacer = p.pacerFor(pc); sess.pacer != nil {
+		defer sess.pacer.Close()
+	}
 	p.m.connected()
 	defer p.m.disconnected()
 	log.Debug("relaying client")
@@ -160,6 +166,7 @@ type session struct {
 	err      error         // why it stopped; written once before done closes
 	lowWater chan struct{} // a token when the DataChannel's queue drained
 	moved    atomic.Uint64 // messages copied either way, for inactivity
+	pacer    *pacing.Pacer // paces what goes to the client; nil: nothing
 
 	// set before copying starts, used by stop to unblock the copiers
 	mu  sync.Mutex

@@ -4,18 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/common/pacing"
 	"github.com/flurrypt/flurry/common/webrtcnet"
 )
 
 // newWebRTCAPI builds the pion API every peer connection of the proxy
-// uses, and the covert DTLS Shaper that must learn each client's offer.
-func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
+// uses, its sockets paced by pacers, and the covert DTLS Shaper that must
+// learn each client's offer.
+func newWebRTCAPI(s *settings, pacers *pacing.Registry) (*webrtc.API, *covertdtls.Shaper, error) {
 	// No IP filter on the production path: pion binds its STUN (srflx)
 	// sockets only to the addresses an IP filter keeps, and rewrites only
 	// the host candidates it keeps, so filtering out private addresses
@@ -28,6 +31,7 @@ func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
 		CovertDTLS:         s.CovertDTLS,
 		LoopbackOnly:       s.LoopbackOnly,
 		KeepLocalAddresses: s.KeepLocalAddresses,
+		WrapNet:            pacers.Net,
 	}.SettingEngine()
 	if err != nil {
 		return nil, nil, err
@@ -58,6 +62,20 @@ func newWebRTCAPI(s *settings) (*webrtc.API, *covertdtls.Shaper, error) {
 		s.ConfigureSettingEngine(se)
 	}
 	return webrtc.NewAPI(webrtc.WithSettingEngine(*se)), shaper, nil
+}
+
+// pacerFor registers a Pacer for the client's end of pc's selected
+// candidate pair; nil if there is none yet. The caller closes it.
+func (p *Proxy) pacerFor(pc *webrtc.PeerConnection) *pacing.Pacer {
+	pair, err := pc.SCTP().Transport().ICETransport().GetSelectedCandidatePair()
+	if err != nil || pair == nil || pair.Remote == nil {
+		return nil
+	}
+	addr, err := netip.ParseAddr(pair.Remote.Address)
+	if err != nil {
+		return nil
+	}
+	return p.pacing.Pace(netip.AddrPortFrom(addr, pair.Remote.Port))
 }
 
 func (p *Proxy) iceConfig() webrtc.Configuration {

@@ -30,6 +30,9 @@ type Peer struct {
 	LoopbackOnly bool
 	// KeepLocalAddresses gathers loopback candidates too.
 	KeepLocalAddresses bool
+	// WrapNet, if not nil, wraps the data path's network, under covert
+	// DTLS (the proxy paces its sends there: common/pacing).
+	WrapNet func(transport.Net) transport.Net
 }
 
 // SettingEngine builds the settings both peers share: pion's logs through
@@ -51,6 +54,9 @@ func (p Peer) SettingEngine() (*webrtc.SettingEngine, *covertdtls.Shaper, error)
 	n, err := sockbuf.Net(p.Net)
 	if err != nil {
 		return nil, nil, fmt.Errorf("network: %w", err)
+	}
+	if p.WrapNet != nil {
+		n = p.WrapNet(n)
 	}
 	// Covert DTLS wraps the network when it rewrites records, and sets it.
 	shaper, err := p.CovertDTLS.Apply(se, n)

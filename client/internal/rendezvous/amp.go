@@ -97,6 +97,16 @@ func ParseCacheURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
+// Warm opens, in the background, the connection the next Exchange will
+// use, as HTTP.Warm does.
+func (a *AMP) Warm() {
+	u, err := amp.CacheURL(a.broker.ResolveReference(&url.URL{Path: "amp/client/0"}), a.cache, ampContentType)
+	if err != nil {
+		return // NewAMP checked that it cannot fail
+	}
+	a.warm(u)
+}
+
 // Exchange sends one poll request through the AMP cache and returns the
 // broker's reply.
 //

@@ -108,6 +108,13 @@ func checkFront(front string) error {
 	return nil
 }
 
+// Warm opens, in the background, the connection the next Exchange will
+// use (TCP, and TLS through uTLS), unless the broker or front answered
+// within the last 30 s (its connection is then likely still open). The
+// client calls it while it gathers the offer's candidates, so that the
+// exchange skips the connection's round trips.
+func (h *HTTP) Warm() { h.warm(h.endpoint) }
+
 // Exchange sends one poll request to the broker and returns its reply.
 func (h *HTTP) Exchange(ctx context.Context, request []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)

@@ -233,7 +233,7 @@ func TestExchangeErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer rt.(*http.Transport).CloseIdleConnections()
+			defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
 			h, err := NewHTTP(HTTPConfig{Broker: mustURL(t, ParseBrokerURL, srv.URL), Transport: rt, Timeout: cmp.Or(tt.timeout, time.Minute)})
 			if err != nil {
 				t.Fatal(err)
@@ -287,7 +287,7 @@ func TestExchangeErrors(t *testing.T) {
 		if _, err := h.Exchange(ctx, nil); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Exchange error %v, want context.Canceled", err)
 		}
-		h.transport.(*http.Transport).CloseIdleConnections()
+		h.transport.(interface{ CloseIdleConnections() }).CloseIdleConnections()
 	})
 }
 

@@ -77,6 +77,19 @@ func CheckUTLSName(name string) error {
 	return nil
 }
 
+// warmTransport is a RoundTripper that can open a connection before the
+// request that will use it (HTTP.Warm, AMP.Warm): the transports
+// NewTransport returns are.
+type warmTransport interface {
+	http.RoundTripper
+	// warm starts opening a connection to addr (host:port) for a
+	// request of scheme (http or https) in the background.
+	warm(scheme, addr string)
+	// answeredBy records that addr answered a request, so that the next
+	// warm to it, which would likely find an idle connection, is skipped.
+	answeredBy(addr string)
+}
+
 // NewTransport returns an http.RoundTripper for broker requests: its own
 // http.Transport, no environment proxy, and a uTLS ClientHello when
 // cfg.UTLSImitate is set.
@@ -87,15 +100,19 @@ func NewTransport(cfg TransportConfig) (http.RoundTripper, error) {
 	}
 	tlsConfig := &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12}
 	if cfg.UTLSImitate == "" {
-		return &http.Transport{
-			Proxy:                 nil,
-			DialContext:           dial,
-			TLSClientConfig:       tlsConfig,
-			TLSHandshakeTimeout:   tlsHandshakeTimeout,
-			ResponseHeaderTimeout: responseHeaderTimeout,
-			IdleConnTimeout:       idleConnTimeout,
-			MaxIdleConns:          4,
-			ForceAttemptHTTP2:     true,
+		tcp := newWarmPool(func(ctx context.Context, addr string) (net.Conn, error) { return dial(ctx, "tcp", addr) })
+		return &plainTransport{
+			Transport: &http.Transport{
+				Proxy:                 nil,
+				DialContext:           tcp.dialer(dial),
+				TLSClientConfig:       tlsConfig,
+				TLSHandshakeTimeout:   tlsHandshakeTimeout,
+				ResponseHeaderTimeout: responseHeaderTimeout,
+				IdleConnTimeout:       idleConnTimeout,
+				MaxIdleConns:          4,
+				ForceAttemptHTTP2:     true,
+			},
+			tcp: tcp,
 		}, nil
 	}
 	id, ok := utlsNames[strings.ToLower(cfg.UTLSImitate)]
@@ -103,6 +120,23 @@ func NewTransport(cfg TransportConfig) (http.RoundTripper, error) {
 		return nil, fmt.Errorf("%w: %q", ErrUTLSName, cfg.UTLSImitate)
 	}
 	return newUTLSTransport(id, cfg.UTLSRemoveSNI, cfg.RootCAs, dial), nil
+}
+
+// plainTransport is an http.Transport (Go's TLS) that can open the TCP
+// connection of a request ahead of it.
+type plainTransport struct {
+	*http.Transport
+	tcp *warmPool
+}
+
+func (t *plainTransport) warm(_, addr string)    { t.tcp.warm(addr) }
+func (t *plainTransport) answeredBy(addr string) { t.tcp.answeredBy(addr) }
+
+// CloseIdleConnections closes the transport's idle connections and those
+// opened ahead and not used.
+func (t *plainTransport) CloseIdleConnections() {
+	t.Transport.CloseIdleConnections()
+	t.tcp.closeIdle()
 }
 
 // utlsTransport sends https requests over uTLS connections, through an
@@ -119,6 +153,8 @@ type utlsTransport struct {
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	h1        *http.Transport
 	h2        *http2.Transport
+	tcp       *warmPool // TCP connections opened ahead, for plain http
+	tls       *warmPool // uTLS connections opened ahead, for https
 
 	mu      sync.Mutex               // guards the fields below
 	proto   map[string]string        // host:port -> negotiated ALPN ("h2" or other)
@@ -135,9 +171,11 @@ func newUTLSTransport(id utls.ClientHelloID, removeSNI bool, roots *x509.CertPoo
 		proto:     make(map[string]string),
 		pending:   make(map[string][]*utls.UConn),
 	}
+	t.tcp = newWarmPool(func(ctx context.Context, addr string) (net.Conn, error) { return dial(ctx, "tcp", addr) })
+	t.tls = newWarmPool(func(ctx context.Context, addr string) (net.Conn, error) { return t.handshake(ctx, "tcp", addr) })
 	t.h1 = &http.Transport{
 		Proxy:                 nil,
-		DialContext:           dial,
+		DialContext:           t.tcp.dialer(dial),
 		DialTLSContext:        t.dialTLSForTransport,
 		ResponseHeaderTimeout: responseHeaderTimeout,
 		IdleConnTimeout:       idleConnTimeout,
@@ -164,7 +202,7 @@ func (t *utlsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !known {
 		// Learn the protocol with a first handshake, kept for the
 		// transport that will use it.
-		conn, err := t.handshake(req.Context(), "tcp", addr)
+		conn, err := t.takeOrHandshake(req.Context(), addr)
 		if err != nil {
 			return nil, err
 		}
@@ -180,11 +218,35 @@ func (t *utlsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.h1.RoundTrip(req)
 }
 
+func (t *utlsTransport) warm(scheme, addr string) {
+	if scheme == "https" {
+		t.tls.warm(addr)
+	} else {
+		t.tcp.warm(addr)
+	}
+}
+
+func (t *utlsTransport) answeredBy(addr string) {
+	t.tls.answeredBy(addr)
+	t.tcp.answeredBy(addr)
+}
+
+// takeOrHandshake returns the uTLS connection opened ahead to addr, or a
+// new one.
+func (t *utlsTransport) takeOrHandshake(ctx context.Context, addr string) (*utls.UConn, error) {
+	if c, ok := t.tls.take(ctx, addr); ok {
+		return c.(*utls.UConn), nil
+	}
+	return t.handshake(ctx, "tcp", addr)
+}
+
 // CloseIdleConnections closes the idle connections of both transports and
 // any handshaken connection no transport has taken.
 func (t *utlsTransport) CloseIdleConnections() {
 	t.h1.CloseIdleConnections()
 	t.h2.CloseIdleConnections()
+	t.tcp.closeIdle()
+	t.tls.closeIdle()
 	t.mu.Lock()
 	pending := t.pending
 	t.pending = make(map[string][]*utls.UConn)
@@ -197,8 +259,8 @@ func (t *utlsTransport) CloseIdleConnections() {
 }
 
 // dialTLSForTransport gives a transport a pending connection to addr if
-// there is one, else a new uTLS connection.
-func (t *utlsTransport) dialTLSForTransport(ctx context.Context, network, addr string) (net.Conn, error) {
+// there is one, else one opened ahead, else a new uTLS connection.
+func (t *utlsTransport) dialTLSForTransport(ctx context.Context, _, addr string) (net.Conn, error) {
 	t.mu.Lock()
 	if conns := t.pending[addr]; len(conns) > 0 {
 		c := conns[len(conns)-1]
@@ -207,7 +269,7 @@ func (t *utlsTransport) dialTLSForTransport(ctx context.Context, network, addr s
 		return c, nil
 	}
 	t.mu.Unlock()
-	return t.handshake(ctx, network, addr)
+	return t.takeOrHandshake(ctx, addr)
 }
 
 // randomizedAttempts is how many handshakes a randomized ClientHello gets.

@@ -140,6 +140,14 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	}
 	se.EnableDataChannelBlockWrite(true)
 	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
+	// The client is ICE's controlling agent: it nominates the first pair
+	// that works. pion waits 500 ms before nominating a pair with a
+	// server-reflexive candidate and 1 s for a peer-reflexive one, in case
+	// a better pair succeeds meanwhile; behind a NAT, or with a proxy
+	// behind one, that is most pairs, and the wait delayed every
+	// connection. Relay (TURN) pairs keep pion's wait.
+	se.SetSrflxAcceptanceMinWait(0)
+	se.SetPrflxAcceptanceMinWait(0)
 	// No IP filter outside LoopbackOnly: pion gathers server-reflexive
 	// candidates only on the local addresses an IP filter keeps, so
 	// filtering out private addresses would leave a client behind a NAT

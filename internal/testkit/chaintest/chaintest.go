@@ -15,6 +15,7 @@ import (
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/common/pacing"
 	"github.com/flurrypt/flurry/internal/testkit/chaintest/loopback"
 	"github.com/flurrypt/flurry/internal/testkit/chaintest/lossyudp"
 	"github.com/flurrypt/flurry/messages"
@@ -190,7 +191,8 @@ func StartProxyOnPath(tb testing.TB, name, brokerURL, relayURL string, path Path
 func startProxy(tb testing.TB, name, brokerURL, relayURL string, udp net.PacketConn) *Proxy {
 	tb.Helper()
 	p := &Proxy{udp: &BlackholeConn{PacketConn: udp}, done: make(chan struct{})}
-	mux := ice.NewUDPMuxDefault(ice.UDPMuxParams{UDPConn: p.udp})
+	pacers := pacing.NewRegistry()
+	mux := ice.NewUDPMuxDefault(ice.UDPMuxParams{UDPConn: pacers.PacketConn(p.udp)})
 	px, err := proxy.New(proxy.Config{
 		BrokerURL:           brokerURL,
 		RelayURL:            relayURL,
@@ -204,6 +206,7 @@ func startProxy(tb testing.TB, name, brokerURL, relayURL string, udp net.PacketC
 		ConfigureSettingEngine: func(se *webrtc.SettingEngine) {
 			se.SetICEUDPMux(mux)
 		},
+		Pacers: pacers,
 		Logger: Logger(tb).With("role", "proxy", "name", name),
 	})
 	if err != nil {
