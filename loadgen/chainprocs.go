@@ -165,9 +165,17 @@ func startChain(ctx context.Context, opt chainOptions, im Implementation) (*sbsC
 	if err := os.WriteFile(bridges, []byte(line), 0o644); err != nil {
 		return c, err
 	}
+	// Both brokers tell proxies when to poll next (NextPoll), and
+	// Flurry's defaults to 20 s: give both the proxies' own interval, so
+	// that a proxy takes a new client as often in either chain.
+	intervals := filepath.Join(c.dir, "poll-intervals.json")
+	ms := opt.PollInterval.Milliseconds()
+	if err := os.WriteFile(intervals, fmt.Appendf(nil, `{"unrestricted_poll_interval": %d, "restricted_poll_interval": %d}`+"\n", ms, ms), 0o644); err != nil {
+		return c, err
+	}
 	if err := c.start(RoleBroker, im.Broker, nil,
 		"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges, "-disable-geoip", "-unsafe-logging",
-		"-allowed-relay-pattern", relayPattern); err != nil {
+		"-allowed-relay-pattern", relayPattern, "-poll-interval-filepath", intervals); err != nil {
 		return c, err
 	}
 	if err := waitTCP(ctx, brokerAddr, c.procs[RoleBroker]); err != nil {
