@@ -133,3 +133,50 @@ func (w procWatcher) baselineRSS() (int64, error) {
 	s, _, err := w.sample()
 	return s.RSS, err
 }
+
+// ProcIO is a process's count of read and write system calls
+// (/proc/PID/io: read, write and their vector forms, socket or not; not
+// sendmsg, recvmsg and their kin).
+type ProcIO struct {
+	Reads, Writes int64
+}
+
+// ReadProcIO reads /proc/PID/io (Linux only; the caller must be allowed to
+// read it: the same user or root).
+func ReadProcIO(pid int) (ProcIO, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return ProcIO{}, fmt.Errorf("%w: %w", ErrProcStats, err)
+	}
+	return parseProcIO(b)
+}
+
+func parseProcIO(b []byte) (ProcIO, error) {
+	var io ProcIO
+	found := 0
+	for line := range bytes.Lines(b) {
+		key, rest, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch string(key) {
+		case "syscr":
+			dst = &io.Reads
+		case "syscw":
+			dst = &io.Writes
+		default:
+			continue
+		}
+		v, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
+		if err != nil {
+			return ProcIO{}, fmt.Errorf("%w: io line %q", ErrProcStats, bytes.TrimSpace(line))
+		}
+		*dst = v
+		found++
+	}
+	if found != 2 {
+		return ProcIO{}, fmt.Errorf("%w: no syscr/syscw in io", ErrProcStats)
+	}
+	return io, nil
+}

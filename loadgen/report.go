@@ -27,6 +27,8 @@ type Result struct {
 	Attack          *AttackResult        `json:"attack,omitempty"`
 	SideBySide      *SideBySideResult    `json:"side_by_side,omitempty"`
 	Soak            *SoakResult          `json:"soak,omitempty"`
+	RelayUsers      *RelayUsersResult    `json:"relay_users,omitempty"`
+	ProxyUsers      *ProxyUsersResult    `json:"proxy_users,omitempty"`
 	Error           string               `json:"error,omitempty"`
 }
 

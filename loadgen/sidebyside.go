@@ -8,11 +8,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -46,30 +44,40 @@ type Implementation struct {
 // ImplementationFromPrefix finds PREFIX-broker, -proxy, -client and
 // -server (or -relay, Flurry's name for it).
 func ImplementationFromPrefix(name, prefix string) (Implementation, error) {
-	im := Implementation{Name: name}
-	find := func(roles ...string) (string, error) {
-		for _, r := range roles {
-			p := prefix + r
-			if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-				return p, nil
-			}
-		}
-		return "", fmt.Errorf("%w: no executable %s%s", ErrInvalidConfig, prefix, roles[0])
-	}
-	var err error
-	if im.Broker, err = find("broker"); err != nil {
+	im, err := ServerFromPrefix(name, prefix)
+	if err != nil {
 		return im, err
 	}
-	if im.Proxy, err = find("proxy"); err != nil {
+	if im.Broker, err = findRole(prefix, "broker"); err != nil {
 		return im, err
 	}
-	if im.Client, err = find("client"); err != nil {
+	if im.Proxy, err = findRole(prefix, "proxy"); err != nil {
 		return im, err
 	}
-	if im.Server, err = find("server", "relay"); err != nil {
+	if im.Client, err = findRole(prefix, "client"); err != nil {
 		return im, err
 	}
 	return im, nil
+}
+
+// ServerFromPrefix is an implementation of which only the server matters
+// (RunRelayUsers): PREFIXserver or PREFIXrelay.
+func ServerFromPrefix(name, prefix string) (Implementation, error) {
+	im := Implementation{Name: name}
+	var err error
+	im.Server, err = findRole(prefix, "server", "relay")
+	return im, err
+}
+
+// findRole returns the first of PREFIXrole that is an executable file.
+func findRole(prefix string, roles ...string) (string, error) {
+	for _, r := range roles {
+		p := prefix + r
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no executable %s%s", ErrInvalidConfig, prefix, roles[0])
 }
 
 // SideBySideConfig configures RunSideBySide.
@@ -197,12 +205,8 @@ func (cfg SideBySideConfig) withDefaults() (SideBySideConfig, error) {
 	if cfg.Downloads < 0 || cfg.Bytes < 0 || cfg.Bytes > maxChainBytes {
 		return cfg, fmt.Errorf("%w: downloads and bytes must be positive", ErrInvalidConfig)
 	}
-	names := map[string]bool{}
-	for _, im := range cfg.Implementations {
-		if im.Name == "" || names[im.Name] || strings.ContainsAny(im.Name, "/ ") {
-			return cfg, fmt.Errorf("%w: implementation names must be distinct words", ErrInvalidConfig)
-		}
-		names[im.Name] = true
+	if err := distinctNames(cfg.Implementations); err != nil {
+		return cfg, err
 	}
 	cfg.Progress = lockWriter(cfg.Progress)
 	return cfg, nil
@@ -231,7 +235,7 @@ func RunSideBySide(ctx context.Context, cfg SideBySideConfig) (SideBySideResult,
 	}()
 	for _, im := range cfg.Implementations {
 		say(cfg.Progress, "starting %s's chain", im.Name)
-		c, err := startChain(ctx, cfg, im)
+		c, err := startChain(ctx, chainOptions{Dir: filepath.Join(cfg.Dir, im.Name), PollInterval: cfg.PollInterval, TargetMode: TargetSource}, im)
 		if c != nil {
 			chains = append(chains, c)
 		}
@@ -266,237 +270,6 @@ func RunSideBySide(ctx context.Context, cfg SideBySideConfig) (SideBySideResult,
 		res.Summaries = append(res.Summaries, summarizeSideBySide(c, res.Downloads))
 	}
 	return res, nil
-}
-
-// relayPattern is the broker's and proxy's relay name pattern: exactly
-// the loopback relay.
-const relayPattern = "^127.0.0.1$"
-
-// sbsChain is one implementation's running chain.
-type sbsChain struct {
-	im     Implementation
-	dir    string
-	target *Target
-	procs  map[string]*sbsProc
-	socks  string
-}
-
-// sbsProc is one role's process.
-type sbsProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser // kept open: a PT exits when tor closes it
-	done  chan struct{}
-}
-
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// startChain starts im's four roles; on error the caller stops what started.
-func startChain(ctx context.Context, cfg SideBySideConfig, im Implementation) (*sbsChain, error) {
-	c := &sbsChain{im: im, dir: filepath.Join(cfg.Dir, im.Name), procs: map[string]*sbsProc{}}
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
-		return nil, err
-	}
-	var err error
-	if c.target, err = StartTarget(TargetConfig{Mode: TargetSource}); err != nil {
-		return c, err
-	}
-	serverAddr, err := freePort()
-	if err != nil {
-		return c, err
-	}
-	brokerAddr, err := freePort()
-	if err != nil {
-		return c, err
-	}
-	// A closed port for STUN and the NAT probe: both implementations' proxies
-	// default to public servers, which must not even be looked up.
-	closedAddr, err := freePort()
-	if err != nil {
-		return c, err
-	}
-	ptEnv := []string{"TOR_PT_MANAGED_TRANSPORT_VER=1"}
-	serverEnv := append(ptEnv, "TOR_PT_SERVER_TRANSPORTS=snowflake",
-		"TOR_PT_SERVER_BINDADDR=snowflake-"+serverAddr, "TOR_PT_ORPORT="+c.target.Addr(),
-		"TOR_PT_STATE_LOCATION="+filepath.Join(c.dir, "server-state"))
-	if err := c.start(cfg, RoleServer, im.Server, serverEnv,
-		"-disable-tls", "-unsafe-logging", "-log", filepath.Join(c.dir, "server.log")); err != nil {
-		return c, err
-	}
-	if err := waitTCP(ctx, serverAddr, c.procs[RoleServer]); err != nil {
-		return c, fmt.Errorf("server: %w", err)
-	}
-	bridges := filepath.Join(c.dir, "bridges.json")
-	line := fmt.Sprintf(`{"displayName":"side-by-side","webSocketAddress":"ws://%s/","fingerprint":"2B280B23E1107BB62ABFC40DDCC8824814F80A72"}`+"\n", serverAddr)
-	if err := os.WriteFile(bridges, []byte(line), 0o644); err != nil {
-		return c, err
-	}
-	if err := c.start(cfg, RoleBroker, im.Broker, nil,
-		"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges, "-disable-geoip", "-unsafe-logging",
-		"-allowed-relay-pattern", relayPattern); err != nil {
-		return c, err
-	}
-	if err := waitTCP(ctx, brokerAddr, c.procs[RoleBroker]); err != nil {
-		return c, fmt.Errorf("broker: %w", err)
-	}
-	if err := c.start(cfg, RoleProxy, im.Proxy, nil,
-		"-broker", "http://"+brokerAddr+"/", "-relay", "ws://"+serverAddr+"/",
-		"-allow-non-tls-relay", "-allow-proxying-to-private-addresses", "-keep-local-addresses",
-		"-allowed-relay-hostname-pattern", relayPattern, "-poll-interval", cfg.PollInterval.String(),
-		"-stun", "stun:"+closedAddr, "-nat-probe-server", "http://"+closedAddr+"/probe",
-		"-unsafe-logging", "-log", filepath.Join(c.dir, "proxy.log")); err != nil {
-		return c, err
-	}
-	clientEnv := append(ptEnv, "TOR_PT_CLIENT_TRANSPORTS=snowflake",
-		"TOR_PT_STATE_LOCATION="+filepath.Join(c.dir, "client-state"))
-	stdout, err := c.startPiped(cfg, RoleClient, im.Client, clientEnv,
-		"-url", "http://"+brokerAddr+"/", "-keep-local-addresses", "-max", "1",
-		"-unsafe-logging", "-log", filepath.Join(c.dir, "client.log"))
-	if err != nil {
-		return c, err
-	}
-	if c.socks, err = readCMethod(ctx, stdout); err != nil {
-		return c, fmt.Errorf("client: %w", err)
-	}
-	return c, nil
-}
-
-func (c *sbsChain) start(cfg SideBySideConfig, role, bin string, env []string, args ...string) error {
-	out, err := os.Create(filepath.Join(c.dir, role+".out"))
-	if err != nil {
-		return err
-	}
-	_, err = c.launch(cfg, role, bin, env, out, args)
-	out.Close()
-	return err
-}
-
-// startPiped starts a role whose stdout the caller reads.
-func (c *sbsChain) startPiped(cfg SideBySideConfig, role, bin string, env []string, args ...string) (io.Reader, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	_, err = c.launch(cfg, role, bin, env, w, args)
-	w.Close()
-	if err != nil {
-		r.Close()
-		return nil, err
-	}
-	return r, nil
-}
-
-func (c *sbsChain) launch(cfg SideBySideConfig, role, bin string, env []string, stdout *os.File, args []string) (*sbsProc, error) {
-	errf, err := os.Create(filepath.Join(c.dir, role+".err"))
-	if err != nil {
-		return nil, err
-	}
-	defer errf.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = stdout, errf
-	cmd.SysProcAttr = childProcAttr()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", role, err)
-	}
-	p := &sbsProc{cmd: cmd, stdin: stdin, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	c.procs[role] = p
-	return p, nil
-}
-
-// readCMethod reads a PT client's stdout until its SOCKS address.
-func readCMethod(ctx context.Context, r io.Reader) (string, error) {
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) >= 4 && f[0] == "CMETHOD" && f[1] == "snowflake" && f[2] == "socks5" {
-				found <- f[3]
-				break
-			}
-		}
-		found <- ""
-		_, _ = io.Copy(io.Discard, r) // never block the client on a full pipe
-	}()
-	t := time.NewTimer(30 * time.Second)
-	defer t.Stop()
-	select {
-	case addr := <-found:
-		if addr == "" {
-			return "", errors.New("no CMETHOD line")
-		}
-		if err := checkHostPort(addr, false); err != nil {
-			return "", err
-		}
-		return addr, nil
-	case <-t.C:
-		return "", errors.New("no CMETHOD line within 30s")
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-}
-
-// waitTCP waits until something listens on addr (at most 30 s) or p exits.
-func waitTCP(ctx context.Context, addr string, p *sbsProc) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-p.done:
-			return errors.New("exited")
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("nothing listens on %s", addr)
-}
-
-func (c *sbsChain) stop() {
-	for _, role := range Roles {
-		p := c.procs[role]
-		if p == nil {
-			continue
-		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		_ = p.stdin.Close()
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	}
-	if c.target != nil {
-		c.target.Close()
-	}
-}
-
-// cpuTimes reads each role's CPU time so far.
-func (c *sbsChain) cpuTimes() map[string]time.Duration {
-	m := map[string]time.Duration{}
-	for role, p := range c.procs {
-		if s, err := ReadProc(p.cmd.Process.Pid); err == nil {
-			m[role] = s.CPU
-		}
-	}
-	return m
 }
 
 // warmUpBytes is the size of the uncounted first download.
@@ -671,7 +444,7 @@ func summarizeSideBySide(c *sbsChain, all []Download) SideBySideSummary {
 		s.CPUMsPerMB[r] = medianFloat(xs)
 	}
 	for role, p := range c.procs {
-		if ps, err := ReadProc(p.cmd.Process.Pid); err == nil {
+		if ps, err := ReadProc(p.pid()); err == nil {
 			s.PeakRSS[role] = ps.HWM
 		}
 	}

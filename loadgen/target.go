@@ -19,6 +19,10 @@ const (
 	// every connection, so that a reader can check them with
 	// RandomStreamDigest) and closes.
 	TargetRandom = "random"
+	// TargetMixed serves the users of the many-user runs: a connection's
+	// first byte says whether it downloads or asks and waits
+	// (target_mixed.go).
+	TargetMixed = "mixed"
 )
 
 // TargetConfig configures StartTarget.
@@ -26,8 +30,8 @@ type TargetConfig struct {
 	// Addr is the TCP address to listen on. Default 127.0.0.1:0 (a free
 	// port; see Target.Addr).
 	Addr string
-	// Mode is TargetEcho (default), TargetSink, TargetSource or
-	// TargetRandom.
+	// Mode is TargetEcho (default), TargetSink, TargetSource, TargetRandom
+	// or TargetMixed.
 	Mode string
 	// AllowNonLoopback allows listening on an address other than loopback.
 	AllowNonLoopback bool
@@ -64,9 +68,9 @@ func StartTarget(cfg TargetConfig) (*Target, error) {
 		cfg.Mode = TargetEcho
 	}
 	switch cfg.Mode {
-	case TargetEcho, TargetSink, TargetSource, TargetRandom:
+	case TargetEcho, TargetSink, TargetSource, TargetRandom, TargetMixed:
 	default:
-		return nil, fmt.Errorf("%w: target mode %q (want echo, sink or source)", ErrInvalidConfig, cfg.Mode)
+		return nil, fmt.Errorf("%w: target mode %q (want echo, sink, source, random or mixed)", ErrInvalidConfig, cfg.Mode)
 	}
 	if err := checkHostPort(cfg.Addr, cfg.AllowNonLoopback); err != nil {
 		return nil, err
@@ -136,6 +140,8 @@ func (t *Target) serve(c net.Conn) {
 	}()
 	buf := make([]byte, 32<<10)
 	switch t.mode {
+	case TargetMixed:
+		t.serveMixed(c, buf)
 	case TargetRandom:
 		var req [8]byte
 		if _, err := io.ReadFull(c, req[:]); err != nil {

@@ -155,6 +155,6 @@ func (r *Relay) silence(s *session, silent bool) {
 	}
 	r.stats.sessionsSilent.Add(-1)
 	sh.silent.remove(s.id)
-	s.kcp.SetWindowSize(turbotunnel.Window, 0)
+	s.kcp.SetWindowSize(s.window.applied, 0)
 	s.kcp.ResetRTO()
 }

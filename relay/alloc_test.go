@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,7 +306,7 @@ func TestCopyToStreamAllocs(t *testing.T) {
 	var stats counters
 	copied := make(chan int)
 	done := make(chan error, 1)
-	go func() { done <- copyToStream(chanWriter(copied), src, &pools.copies, &stats) }()
+	go func() { done <- copyToStream(chanWriter(copied), src, &pools.copies, &stats, new(atomic.Uint64)) }()
 
 	chunk := testPayload(1000)
 	runs := 0

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -60,7 +61,7 @@ func TestCopyToStreamFailedWriteBuffer(t *testing.T) {
 			}
 			var stats counters
 			w := &keepingWriter{}
-			if err := copyToStream(w, src, &pool, &stats); !errors.Is(err, errQueued) {
+			if err := copyToStream(w, src, &pool, &stats, new(atomic.Uint64)); !errors.Is(err, errQueued) {
 				t.Fatalf("copyToStream = %v, want the writer's error", err)
 			}
 			if len(w.kept) == 0 {

@@ -109,6 +109,11 @@ func New(cfg Config) (*Relay, error) {
 		}
 		r.shards = append(r.shards, s)
 	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.adjustSendWindows()
+	}()
 	r.registry = newRegistry(&r.stats, func() float64 { return float64(r.queueDrops()) })
 	if len(cfg.Backends) > 0 {
 		r.backends = newBackendPool(cfg)

@@ -77,7 +77,8 @@ func (s *shard) acceptLoop(r *Relay) {
 			conn.Close()
 			continue
 		}
-		sess := &session{id: id, kcp: conn}
+		conn.SetWindowSize(initialSendWindow, 0)
+		sess := &session{id: id, kcp: conn, window: newSendWindow()}
 		addr, ok := r.startSession(sess)
 		if !ok {
 			conn.Close()
@@ -98,6 +99,7 @@ type session struct {
 	kcp *kcp.UDPSession
 
 	opened atomic.Bool // a stream was accepted
+	window *sendWindow // see sendwindow.go
 
 	mu      sync.Mutex
 	smux    *smux.Session // guarded by mu; nil until started
@@ -164,14 +166,14 @@ func (s *session) serve(r *Relay, addr netip.Addr) {
 			defer r.wg.Done()
 			r.stats.streamsActive.Add(1)
 			defer r.stats.streamsActive.Add(-1)
-			r.forward(stream, addr)
+			r.forward(stream, addr, &s.window.sent)
 		}()
 	}
 }
 
 // forward connects stream to its target and copies both ways until both
 // directions end.
-func (r *Relay) forward(stream *smux.Stream, addr netip.Addr) {
+func (r *Relay) forward(stream *smux.Stream, addr netip.Addr, sent *atomic.Uint64) {
 	defer stream.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.DialTimeout)
 	stop := make(chan struct{})
@@ -196,7 +198,7 @@ func (r *Relay) forward(stream *smux.Stream, addr netip.Addr) {
 	go func() {
 		defer close(done)
 		// target -> client
-		err := copyToStream(stream, target, &r.pools.copies, &r.stats)
+		err := copyToStream(stream, target, &r.pools.copies, &r.stats, sent)
 		if err == nil {
 			// The target finished sending: pass the half-close on.
 			stream.CloseWrite()
@@ -249,14 +251,14 @@ const copyBufferSize = 16 << 10
 // back: smux's Write returns on a deadline or a closing session while its
 // frame, which points into the buffer, may still sit in the session's send
 // queue, and the send loop may copy from it later.
-func copyToStream(dst io.Writer, src net.Conn, pool *sync.Pool, stats *counters) error {
+func copyToStream(dst io.Writer, src net.Conn, pool *sync.Pool, stats *counters, sent *atomic.Uint64) error {
 	sc, ok := src.(syscall.Conn)
 	if !ok {
-		return copyBuffered(dst, src, pool, stats)
+		return copyBuffered(dst, src, pool, stats, sent)
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return copyBuffered(dst, src, pool, stats)
+		return copyBuffered(dst, src, pool, stats, sent)
 	}
 	// The read function and what it sets are made once per stream, not
 	// once per read: a closure passed to rc.Read escapes, and so do the
@@ -298,11 +300,12 @@ func copyToStream(dst io.Writer, src net.Conn, pool *sync.Pool, stats *counters)
 		}
 		pool.Put(bp)
 		stats.streamDown.Add(uint64(n))
+		sent.Add(uint64(n))
 	}
 }
 
 // copyBuffered is copyToStream for connections that are not sockets.
-func copyBuffered(dst io.Writer, src io.Reader, pool *sync.Pool, stats *counters) error {
+func copyBuffered(dst io.Writer, src io.Reader, pool *sync.Pool, stats *counters, sent *atomic.Uint64) error {
 	bp := pool.Get().(*[]byte)
 	buf := *bp
 	for {
@@ -312,6 +315,7 @@ func copyBuffered(dst io.Writer, src io.Reader, pool *sync.Pool, stats *counters
 				return werr // bp is not put back: see copyToStream
 			}
 			stats.streamDown.Add(uint64(n))
+			sent.Add(uint64(n))
 		}
 		if errors.Is(err, io.EOF) {
 			pool.Put(bp)

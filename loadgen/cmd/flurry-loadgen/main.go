@@ -34,6 +34,11 @@ modes:
            killed and the broker restarting: RSS and goroutines of every process, flagged if they grow
   sidebyside  starts the chains of several implementations (Flurry's, Snowflake's binaries) and
            downloads through them in turn: MB/s, CPU per MB per process, peak RSS, pauses, UDP drops
+  relayusers  several implementations' relays in turn under 100, 500, 2000 users (bulk and
+           interactive, each its own session as through a proxy): CPU per MB, memory per session,
+           starvation
+  proxyusers  several implementations' chains in turn, 1, 10, 50 users through one proxy: the
+           proxy's peak and steady RSS, CPU per MB, starvation
 
 Every target must be a loopback address unless -allow-non-loopback is given.
 Every run stops by itself (durations and counts; -max-time bounds the whole run).
@@ -147,6 +152,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		runFn = sideBySideFlags(fs, &c)
 	case "soak":
 		runFn = soakFlags(fs, &c)
+	case "relayusers":
+		runFn = relayUsersFlags(fs, &c)
+	case "proxyusers":
+		runFn = proxyUsersFlags(fs, &c)
 	default:
 		fmt.Fprintf(stderr, "unknown mode %q\n\n%s", mode, usage)
 		return 2
@@ -179,6 +188,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if res.SideBySide != nil {
 		if werr := loadgen.WriteSideBySideTable(stdout, *res.SideBySide); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if res.RelayUsers != nil {
+		if werr := loadgen.WriteRelayUsersTable(stdout, *res.RelayUsers); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if res.ProxyUsers != nil {
+		if werr := loadgen.WriteProxyUsersTable(stdout, *res.ProxyUsers); werr != nil && err == nil {
 			err = werr
 		}
 	}

@@ -22,8 +22,12 @@ const (
 	// packet each per read.
 	ReadBufferSize = 4096
 	// WriteBufferSize is the write buffer, in which a frame's header and
-	// payload go out in one write (one TLS record).
-	WriteBufferSize = 4096
+	// payload go out in one write (one TLS record: at most 16 KiB). The
+	// relay batches the packets waiting for a carrier into messages this
+	// large: a system call per message is most of what sending costs, and
+	// with 4 KiB messages (two KCP packets) a loaded relay made four
+	// times as many (docs/performance.md, "Many users").
+	WriteBufferSize = 16 << 10
 	// maxServerHeader is the longest header of an unmasked frame.
 	maxServerHeader = ws.MaxHeaderSize - 4
 	// MaxSingleWrite is the largest message that goes out in one write;

@@ -1,0 +1,305 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// This file starts and stops the processes of the side-by-side runs: whole
+// chains (RunSideBySide, RunProxyUsers) and lone servers (RunRelayUsers),
+// each role run with Snowflake v2.14.1's flag names and pluggable transport
+// environment.
+
+// relayPattern is the broker's and proxy's relay name pattern: exactly
+// the loopback relay.
+const relayPattern = "^127.0.0.1$"
+
+// childProc is one role's process.
+type childProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser // kept open: a PT exits when tor closes it
+	done  chan struct{}
+}
+
+// launchChild starts bin in dir's name, its stderr in dir/role.err and its
+// stdout to stdout.
+func launchChild(dir, role, bin string, env []string, stdout *os.File, args []string) (*childProc, error) {
+	errf, err := os.Create(filepath.Join(dir, role+".err"))
+	if err != nil {
+		return nil, err
+	}
+	defer errf.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = stdout, errf
+	cmd.SysProcAttr = childProcAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", role, err)
+	}
+	p := &childProc{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+// startChild is launchChild with stdout in dir/role.out.
+func startChild(dir, role, bin string, env []string, args ...string) (*childProc, error) {
+	out, err := os.Create(filepath.Join(dir, role+".out"))
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	return launchChild(dir, role, bin, env, out, args)
+}
+
+func (p *childProc) pid() int { return p.cmd.Process.Pid }
+
+// stop ends the process: SIGTERM and stdin closed (a PT's signal to
+// leave), SIGKILL after 5 s.
+func (p *childProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.stdin.Close()
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// ptEnv is what tor sets for every managed pluggable transport.
+var ptEnv = []string{"TOR_PT_MANAGED_TRANSPORT_VER=1"}
+
+// startManagedServer starts a server (relay) as tor starts a managed
+// pluggable transport, plain WebSocket, forwarding every stream to orport;
+// it returns once the server listens, with its WebSocket address.
+func startManagedServer(ctx context.Context, dir, bin, orport string) (*childProc, string, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	env := append(ptEnv, "TOR_PT_SERVER_TRANSPORTS=snowflake",
+		"TOR_PT_SERVER_BINDADDR=snowflake-"+addr, "TOR_PT_ORPORT="+orport,
+		"TOR_PT_STATE_LOCATION="+filepath.Join(dir, "server-state"))
+	p, err := startChild(dir, RoleServer, bin, env,
+		"-disable-tls", "-unsafe-logging", "-log", filepath.Join(dir, "server.log"))
+	if err != nil {
+		return nil, "", err
+	}
+	if err := waitTCP(ctx, addr, p); err != nil {
+		p.stop()
+		return nil, "", fmt.Errorf("server: %w", err)
+	}
+	return p, addr, nil
+}
+
+// chainOptions say how startChain runs a chain.
+type chainOptions struct {
+	// Dir receives the chain's logs and state; created.
+	Dir string
+	// PollInterval is the proxy's -poll-interval.
+	PollInterval time.Duration
+	// TargetMode is the mode of the chain's target (TargetSource,
+	// TargetMixed).
+	TargetMode string
+}
+
+// sbsChain is one implementation's running chain.
+type sbsChain struct {
+	im     Implementation
+	dir    string
+	target *Target
+	procs  map[string]*childProc
+	socks  string
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// startChain starts im's four roles; on error the caller stops what started.
+func startChain(ctx context.Context, opt chainOptions, im Implementation) (*sbsChain, error) {
+	c := &sbsChain{im: im, dir: opt.Dir, procs: map[string]*childProc{}}
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return nil, err
+	}
+	var err error
+	if c.target, err = StartTarget(TargetConfig{Mode: opt.TargetMode}); err != nil {
+		return c, err
+	}
+	server, serverAddr, err := startManagedServer(ctx, c.dir, im.Server, c.target.Addr())
+	if err != nil {
+		return c, err
+	}
+	c.procs[RoleServer] = server
+	brokerAddr, err := freePort()
+	if err != nil {
+		return c, err
+	}
+	// A closed port for STUN and the NAT probe: both implementations' proxies
+	// default to public servers, which must not even be looked up.
+	closedAddr, err := freePort()
+	if err != nil {
+		return c, err
+	}
+	bridges := filepath.Join(c.dir, "bridges.json")
+	line := fmt.Sprintf(`{"displayName":"side-by-side","webSocketAddress":"ws://%s/","fingerprint":"2B280B23E1107BB62ABFC40DDCC8824814F80A72"}`+"\n", serverAddr)
+	if err := os.WriteFile(bridges, []byte(line), 0o644); err != nil {
+		return c, err
+	}
+	// Both brokers tell proxies when to poll next (NextPoll), and
+	// Flurry's defaults to 20 s: give both the proxies' own interval, so
+	// that a proxy takes a new client as often in either chain.
+	intervals := filepath.Join(c.dir, "poll-intervals.json")
+	ms := opt.PollInterval.Milliseconds()
+	if err := os.WriteFile(intervals, fmt.Appendf(nil, `{"unrestricted_poll_interval": %d, "restricted_poll_interval": %d}`+"\n", ms, ms), 0o644); err != nil {
+		return c, err
+	}
+	if err := c.start(RoleBroker, im.Broker, nil,
+		"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges, "-disable-geoip", "-unsafe-logging",
+		"-allowed-relay-pattern", relayPattern, "-poll-interval-filepath", intervals); err != nil {
+		return c, err
+	}
+	if err := waitTCP(ctx, brokerAddr, c.procs[RoleBroker]); err != nil {
+		return c, fmt.Errorf("broker: %w", err)
+	}
+	if err := c.start(RoleProxy, im.Proxy, nil,
+		"-broker", "http://"+brokerAddr+"/", "-relay", "ws://"+serverAddr+"/",
+		"-allow-non-tls-relay", "-allow-proxying-to-private-addresses", "-keep-local-addresses",
+		"-allowed-relay-hostname-pattern", relayPattern, "-poll-interval", opt.PollInterval.String(),
+		"-stun", "stun:"+closedAddr, "-nat-probe-server", "http://"+closedAddr+"/probe",
+		"-unsafe-logging", "-log", filepath.Join(c.dir, "proxy.log")); err != nil {
+		return c, err
+	}
+	clientEnv := append(ptEnv, "TOR_PT_CLIENT_TRANSPORTS=snowflake",
+		"TOR_PT_STATE_LOCATION="+filepath.Join(c.dir, "client-state"))
+	stdout, err := c.startPiped(RoleClient, im.Client, clientEnv,
+		"-url", "http://"+brokerAddr+"/", "-keep-local-addresses", "-max", "1",
+		"-unsafe-logging", "-log", filepath.Join(c.dir, "client.log"))
+	if err != nil {
+		return c, err
+	}
+	if c.socks, err = readCMethod(ctx, stdout); err != nil {
+		return c, fmt.Errorf("client: %w", err)
+	}
+	return c, nil
+}
+
+func (c *sbsChain) start(role, bin string, env []string, args ...string) error {
+	p, err := startChild(c.dir, role, bin, env, args...)
+	if err != nil {
+		return err
+	}
+	c.procs[role] = p
+	return nil
+}
+
+// startPiped starts a role whose stdout the caller reads.
+func (c *sbsChain) startPiped(role, bin string, env []string, args ...string) (io.Reader, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p, err := launchChild(c.dir, role, bin, env, w, args)
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	c.procs[role] = p
+	return r, nil
+}
+
+// readCMethod reads a PT client's stdout until its SOCKS address.
+func readCMethod(ctx context.Context, r io.Reader) (string, error) {
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) >= 4 && f[0] == "CMETHOD" && f[1] == "snowflake" && f[2] == "socks5" {
+				found <- f[3]
+				break
+			}
+		}
+		found <- ""
+		_, _ = io.Copy(io.Discard, r) // never block the client on a full pipe
+	}()
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case addr := <-found:
+		if addr == "" {
+			return "", errors.New("no CMETHOD line")
+		}
+		if err := checkHostPort(addr, false); err != nil {
+			return "", err
+		}
+		return addr, nil
+	case <-t.C:
+		return "", errors.New("no CMETHOD line within 30s")
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// waitTCP waits until something listens on addr (at most 30 s) or p exits.
+func waitTCP(ctx context.Context, addr string, p *childProc) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-p.done:
+			return errors.New("exited")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("nothing listens on %s", addr)
+}
+
+// stop ends the chain's processes, client first, and its target.
+func (c *sbsChain) stop() {
+	for _, role := range Roles {
+		if p := c.procs[role]; p != nil {
+			p.stop()
+		}
+	}
+	if c.target != nil {
+		c.target.Close()
+	}
+}
+
+// cpuTimes reads each role's CPU time so far.
+func (c *sbsChain) cpuTimes() map[string]time.Duration {
+	m := map[string]time.Duration{}
+	for role, p := range c.procs {
+		if s, err := ReadProc(p.pid()); err == nil {
+			m[role] = s.CPU
+		}
+	}
+	return m
+}
