@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // DefaultProxyUsers are the user counts of a many-user proxy run.
@@ -242,7 +244,7 @@ func runProxyUsersOnce(ctx context.Context, cfg ProxyUsersConfig, im Implementat
 		run.ErrorSamples = errs.get()
 		return run, fmt.Errorf("%w: no user received a byte (%v)", ErrNoProgress, run.ErrorSamples)
 	}
-	sleepCtx(ctx, cfg.WarmUp)
+	sleep.For(ctx, cfg.WarmUp)
 
 	proxy := procWatcher{pid: chain.procs[RoleProxy].pid()}
 	users.measuring.Store(true)
@@ -256,7 +258,7 @@ func runProxyUsersOnce(ctx context.Context, cfg ProxyUsersConfig, im Implementat
 		return fmt.Sprintf("%s, %d users: %.0fs/%v measured", im.Name, n, time.Since(begin).Seconds(), cfg.Duration)
 	})
 	for time.Since(begin) < cfg.Duration && ctx.Err() == nil {
-		sleepCtx(ctx, min(500*time.Millisecond, cfg.Duration-time.Since(begin)))
+		sleep.For(ctx, min(500*time.Millisecond, cfg.Duration-time.Since(begin)))
 		if s, ok, _ := proxy.sample(); ok {
 			rss = append(rss, s.RSS)
 		}

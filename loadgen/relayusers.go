@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/xtaci/kcp-go/v5"
+
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // Defaults of RelayUsersConfig.
@@ -274,7 +276,7 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im Implementat
 	}
 	defer server.stop()
 	proc := procWatcher{pid: server.pid()}
-	sleepCtx(ctx, time.Second)
+	sleep.For(ctx, time.Second)
 	base, _, err := proc.sample()
 	if err != nil {
 		return run, err
@@ -328,7 +330,7 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im Implementat
 		run.ErrorSamples = errs.get()
 		return run, fmt.Errorf("%w: no user received a byte (%v)", ErrNoProgress, run.ErrorSamples)
 	}
-	sleepCtx(ctx, cfg.WarmUp)
+	sleep.For(ctx, cfg.WarmUp)
 
 	self := procWatcher{pid: os.Getpid()}
 	users.measuring.Store(true)
@@ -347,7 +349,7 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im Implementat
 		return fmt.Sprintf("%s, %d users: %.0fs/%v measured", im.Name, n, time.Since(start).Seconds(), cfg.Duration)
 	})
 	for time.Since(start) < cfg.Duration && ctx.Err() == nil {
-		sleepCtx(ctx, min(500*time.Millisecond, cfg.Duration-time.Since(start)))
+		sleep.For(ctx, min(500*time.Millisecond, cfg.Duration-time.Since(start)))
 		if s, ok, _ := proc.sample(); ok {
 			rss = append(rss, s.RSS)
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/flurrypt/flurry/internal/sleep"
 )
 
 // Defaults of UserMix.
@@ -219,7 +221,7 @@ func (g *userGroup) waitStarted(ctx context.Context, timeout time.Duration) int 
 		if g.started() == len(g.users) {
 			break
 		}
-		sleepCtx(ctx, 100*time.Millisecond)
+		sleep.For(ctx, 100*time.Millisecond)
 	}
 	return g.started()
 }

@@ -54,8 +54,9 @@ const (
 	// maxSendWindow is the largest: several streams' windows at once.
 	maxSendWindow = 8192
 	// minQueueTarget is the queueing delay a window may cause on a short
-	// round trip; on a long one, half the round trip.
-	minQueueTarget = 20 * time.Millisecond
+	// round trip (a client's KCP acknowledges every 10 ms, so less would
+	// be noise); on a long one, half the round trip.
+	minQueueTarget = 10 * time.Millisecond
 	// sendBudgetDelay and minSendBudget set the relay-wide budget.
 	sendBudgetDelay = 250 * time.Millisecond
 	minSendBudget   = 16 << 20
