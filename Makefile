@@ -96,7 +96,7 @@ censorlab: ## Flurry and Snowflake v2.14.1 through each censor program of the ne
 	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
 		FLURRY_CENSORLAB_OUT=$(abspath out/censorlab.json) $(GO) test -v -count=1 -timeout 15m -parallel 8 -run '^TestCensorLab(Switch|WebProxy)?$$' .
 
-pathlab: ## Snowflake v2.14.1, Flurry, the mixed chains and plain TCP side by side on the lab's path profiles (root; about 15 minutes; see docs/performance.md)
+pathlab: ## Snowflake v2.14.1, Flurry, the mixed chains and plain TCP side by side on the lab's path profiles (root; about 20 minutes; see docs/performance.md)
 	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
 		FLURRY_PATHLAB=1 $(GO) test -v -count=1 -timeout 40m -run '^TestPathLab$$' .
 
