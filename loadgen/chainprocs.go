@@ -181,11 +181,15 @@ func startChain(ctx context.Context, opt chainOptions, im Implementation) (*sbsC
 	if err := waitTCP(ctx, brokerAddr, c.procs[RoleBroker]); err != nil {
 		return c, fmt.Errorf("broker: %w", err)
 	}
+	noGeoIP := filepath.Join(c.dir, "no-geoip")
 	if err := c.start(RoleProxy, im.Proxy, nil,
 		"-broker", "http://"+brokerAddr+"/", "-relay", "ws://"+serverAddr+"/",
 		"-allow-non-tls-relay", "-allow-proxying-to-private-addresses", "-keep-local-addresses",
 		"-allowed-relay-hostname-pattern", relayPattern, "-poll-interval", opt.PollInterval.String(),
 		"-stun", "stun:"+closedAddr, "-nat-probe-server", "http://"+closedAddr+"/probe",
+		// No geoip database: Snowflake's proxy loads tor's, when tor is
+		// installed, for its metrics (about 166 MB); Flurry's has none.
+		"-geoipdb", noGeoIP, "-geoip6db", noGeoIP,
 		"-unsafe-logging", "-log", filepath.Join(c.dir, "proxy.log")); err != nil {
 		return c, err
 	}

@@ -18,8 +18,9 @@ var DefaultProxyUsers = []int{1, 10, 50}
 
 // DefaultProxyUsersStartTimeout bounds the wait for every user's first
 // byte: a proxy takes one client per poll (2 s at least for Snowflake's),
-// and a client that found no proxy retries later.
-const DefaultProxyUsersStartTimeout = 6 * time.Minute
+// and a client that found no proxy retries later (fifty users took
+// Snowflake's chain about eight minutes).
+const DefaultProxyUsersStartTimeout = 15 * time.Minute
 
 // ProxyUsersConfig configures RunProxyUsers: the whole chain of each
 // implementation, with many users through its one proxy.

@@ -1,22 +1,22 @@
 // Package pionruntime sets the Go runtime defaults of the binaries whose
-// work is pion's WebRTC stack (flurry-client and flurry-proxy): a higher
-// GOGC and one processor, each unless the environment sets it. A main
-// calls Apply first thing; its -h names the values (docs/performance.md,
-// "Chain", has the measurements).
+// work is pion's WebRTC stack (flurry-client and flurry-proxy): one
+// processor unless the environment sets GOMAXPROCS. A main calls Apply
+// first thing; its -h names the value (docs/performance.md, "Chain" and
+// "Many users", has the measurements).
+//
+// The collector keeps Go's default target (GOGC=100). pion's DTLS and SCTP
+// allocate about nine bytes per byte relayed, all short-lived; at GOGC=400
+// the proxy and the client took about a sixth less CPU per MB, but the
+// heap grew to five times what is live and to 16 MiB at least, and a
+// proxy held 35 MiB with one user and 44 MiB with ten where Snowflake's
+// holds 24 and 32 (docs/performance.md, "Many users"): volunteers run out
+// of memory before CPU. GOGC=400 in the environment chooses the other way.
 package pionruntime
 
 import (
 	"os"
 	"runtime"
-	"runtime/debug"
 )
-
-// GCPercent is the GOGC Apply sets. pion's DTLS and SCTP allocate a few
-// short-lived buffers per packet, so at Go's default of 100 the collector
-// and the scavenger returning its pages took a fifth of the CPU of a bulk
-// transfer; at 400 a transfer costs about a fifth less CPU per MB for some
-// 20 MiB more resident memory.
-const GCPercent = 400
 
 // MaxProcs is the GOMAXPROCS Apply sets. pion's DTLS starts two goroutines
 // for every record it sends and waits for one of them; with a second
@@ -28,12 +28,8 @@ const GCPercent = 400
 // relaying more sets GOMAXPROCS (docs/proxy.md).
 const MaxProcs = 1
 
-// Apply sets GOGC to GCPercent and GOMAXPROCS to MaxProcs, each unless the
-// environment sets it.
+// Apply sets GOMAXPROCS to MaxProcs unless the environment sets it.
 func Apply() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(GCPercent)
-	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(MaxProcs)
 	}

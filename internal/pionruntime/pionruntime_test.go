@@ -23,8 +23,8 @@ func TestApply(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{nil, strconv.Itoa(GCPercent) + " " + strconv.Itoa(MaxProcs)},
-		{[]string{"GOGC=80", "GOMAXPROCS=3"}, "80 3"},
+		{nil, "100 " + strconv.Itoa(MaxProcs)}, // Go's default collector target
+		{[]string{"GOGC=400", "GOMAXPROCS=3"}, "400 3"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestApply$")
 		cmd.Env = append(os.Environ(), "PIONRUNTIME_CHILD=1", "GOGC=", "GOMAXPROCS=")
