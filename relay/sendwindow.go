@@ -58,7 +58,7 @@ const (
 	// be noise); on a long one, half the round trip.
 	minQueueTarget = 10 * time.Millisecond
 	// sendBudgetDelay and minSendBudget set the relay-wide budget.
-	sendBudgetDelay = 250 * time.Millisecond
+	sendBudgetDelay = 100 * time.Millisecond
 	minSendBudget   = 16 << 20
 	// rateSmoothing is the weight of the newest tick in the relay's
 	// smoothed send rate (about a second's memory).

@@ -101,17 +101,17 @@ func TestSendBudgetShare(t *testing.T) {
 	if got := b.share(0, 0); got != maxSendWindow {
 		t.Errorf("no session filling its window: share %d, want the ceiling", got)
 	}
-	// 100 MB/s for long enough: the budget is a quarter second of it.
+	// 400 MB/s for long enough: the budget is a tenth of a second of it.
 	var down uint64
 	for range 200 {
-		down += 10e6 // per 100 ms tick
+		down += 40e6 // per 100 ms tick
 		b.share(down, 1)
 	}
-	down += 10e6
+	down += 40e6
 	got := b.share(down, 100)
-	want := int(100e6 * sendBudgetDelay.Seconds() / float64(100*segmentPayload))
+	want := int(400e6 * sendBudgetDelay.Seconds() / float64(100*segmentPayload))
 	if got < want*99/100 || got > want*101/100 {
-		t.Errorf("100 MB/s, 100 sessions: share %d segments, want about %d", got, want)
+		t.Errorf("400 MB/s, 100 sessions: share %d segments, want about %d", got, want)
 	}
 }
 
