@@ -124,6 +124,12 @@ const (
 	sctpMinCwnd = maxWindow
 )
 
+// minPacedRTT is the shortest round trip at which the window paces and
+// ends startup on a growing round trip: below it (a LAN, loopback) no
+// bottleneck queue is overrun by the window's bursts, and the scheduling
+// of a busy machine moves round trips by more than a queue would.
+const minPacedRTT = 2 * time.Millisecond
+
 // probeBWGains are the pacing gains of the steady state, one minimum round
 // trip each (BBR's ProbeBW): a round at 1.25 finds bandwidth that has
 // become free, the next at 0.75 drains the queue that probe built, six at
@@ -279,7 +285,7 @@ const (
 // queueGrew reports whether the round that ends says the bottleneck's
 // queue is growing.
 func (w *sendWindow) queueGrew() bool {
-	if w.roundRTTs < startupRTTSamples || w.minRTT == 0 {
+	if w.roundRTTs < startupRTTSamples || w.minRTT < minPacedRTT {
 		return false
 	}
 	threshold := min(max(w.minRTT/startupDelayFraction, startupDelayExitMin), startupDelayExitMax)
@@ -320,11 +326,14 @@ func (w *sendWindow) window(now time.Time) int {
 	if w.minRTT == 0 || bw == 0 {
 		return initialWindow
 	}
-	gain := steadyGain
 	if w.startup {
-		gain = startupGain
+		// The first samples come from the relay's first few small
+		// messages and say little: startup never falls below where it
+		// began.
+		win := int(startupGain * bw * w.minRTT.Seconds())
+		return min(max(win, initialWindow), maxWindow)
 	}
-	win := int(gain * bw * w.minRTT.Seconds())
+	win := int(steadyGain * bw * w.minRTT.Seconds())
 	return min(max(win, minWindow), maxWindow)
 }
 
@@ -334,14 +343,14 @@ func (w *sendWindow) window(now time.Time) int {
 // after startup and drain cycling through probeBWGains.
 func (w *sendWindow) pacingRate(now time.Time) float64 {
 	bw := w.bandwidth()
-	if bw == 0 || w.minRTT == 0 {
+	if bw == 0 || w.minRTT < minPacedRTT {
 		return 0
 	}
 	switch {
 	case !w.probeRTTEnd.IsZero():
 		return bw
 	case w.startup:
-		return startupPacingGain * bw
+		return max(startupPacingGain*bw, float64(initialWindow)/w.minRTT.Seconds())
 	case w.drain:
 		return drainPacingGain * bw
 	}

@@ -173,7 +173,8 @@ func (l *linkSim) run(w *sendWindow, start time.Time, d time.Duration) time.Time
 // bottleneck with a 50 ms queue behind a jittery 300 ms round trip and 3 %
 // loss), paced at the send window's rate, the proxy keeps the bottleneck
 // busy without overflowing its queue much more often than the path loses
-// datagrams at random (its loss and 1.5 %: startup overshoots once).
+// datagrams at random (its loss and 3 %: startup overshoots once, as
+// BBR's does).
 func TestSendWindowShortQueue(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -199,8 +200,8 @@ func TestSendWindowShortQueue(t *testing.T) {
 			if rate < 0.65*l.rate {
 				t.Errorf("carried %.0f B/s, want at least 65%% of %.0f", rate, l.rate)
 			}
-			if dropped > l.loss+0.015 {
-				t.Errorf("the queue dropped %.1f %% of the datagrams, more than the path's random loss and 1.5 %%", 100*dropped)
+			if dropped > l.loss+0.03 {
+				t.Errorf("the queue dropped %.1f %% of the datagrams, more than the path's random loss and 3 %%", 100*dropped)
 			}
 		})
 	}
