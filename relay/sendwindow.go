@@ -57,6 +57,18 @@ const (
 	// round trip (a client's KCP acknowledges every 10 ms, so less would
 	// be noise); on a long one, half the round trip.
 	minQueueTarget = 10 * time.Millisecond
+	// busyInterval is KCP's update interval (ms) of a session that moves
+	// data (Snowflake's, kcp-go's minimum); idleInterval that of one that
+	// has moved nothing for idleTicks ticks. A session's updates are
+	// three quarters of the CPU an idle relay spends: each runs a flush
+	// and a check of the session's state. Sending does not wait for
+	// them (a write flushes, an acknowledgement that frees the window
+	// flushes), and a retransmission is still made when due; what an idle
+	// session's longer interval delays is its acknowledgement of what the
+	// client sends, until the next tick sees the session busy again.
+	busyInterval = 10
+	idleInterval = 100
+	idleTicks    = 2
 	// sendBudgetDelay and minSendBudget set the relay-wide budget.
 	sendBudgetDelay = 100 * time.Millisecond
 	minSendBudget   = 16 << 20
@@ -70,28 +82,38 @@ const (
 	rttMemoryTicks = 100
 )
 
-// windowed is what sendWindow adjusts: a KCP session.
+// windowed is what the window goroutine adjusts: a KCP session.
 type windowed interface {
 	GetSRTT() int32 // smoothed round trip, ms
 	SetWindowSize(sndwnd, rcvwnd int)
+	SetNoDelay(nodelay, interval, resend, nc int)
 }
 
-// sendWindow is one session's window and what it was set from; only the
-// relay's window goroutine touches it, except sent.
+// sendWindow is one session's window and KCP interval and what they were
+// set from. The session's streams add to sent and received; the rest
+// belongs to the relay's window goroutine, except applied.
 type sendWindow struct {
 	sent     atomic.Uint64 // bytes written to the session's streams so far
-	lastSent uint64
-	wnd      int
+	received atomic.Uint64 // bytes of its streams written to their targets so far
+
+	// Window (next).
+	lastSent uint64   // sent at the last tick
+	wnd      int      // the window wanted
 	minRTT   [2]int32 // lowest round trip (ms) this period and the previous; 0: none
 	ticks    int      // ticks into the current period
-	set      int      // the window last given to KCP
+	set      int      // the window last given to KCP: the goroutine's copy of applied
 	// applied is the window last given to KCP, which a silent session
 	// gets back when woken; guarded by Relay.mu.
 	applied int
+
+	// Interval (nextInterval).
+	idleSent, idleRecv uint64 // sent and received at the last tick
+	idle               int    // ticks in a row with nothing sent or received
+	interval           int    // KCP's update interval as last set, ms
 }
 
 func newSendWindow() *sendWindow {
-	return &sendWindow{wnd: initialSendWindow, set: initialSendWindow, applied: initialSendWindow}
+	return &sendWindow{wnd: initialSendWindow, set: initialSendWindow, applied: initialSendWindow, interval: busyInterval}
 }
 
 // next returns the window this session wants for the next tick, given
@@ -134,6 +156,25 @@ func (w *sendWindow) next(srtt int32) (wnd int, limited bool) {
 	}
 	w.wnd = min(max(w.wnd, minSendWindow), maxSendWindow)
 	return w.wnd, limited
+}
+
+// nextInterval returns KCP's update interval for the next tick (ms) and
+// whether it changed.
+func (w *sendWindow) nextInterval() (int, bool) {
+	sent, recv := w.sent.Load(), w.received.Load()
+	if sent != w.idleSent || recv != w.idleRecv {
+		w.idle = 0
+	} else {
+		w.idle++
+	}
+	w.idleSent, w.idleRecv = sent, recv
+	want := busyInterval
+	if w.idle >= idleTicks {
+		want = idleInterval
+	}
+	changed := want != w.interval
+	w.interval = want
+	return want, changed
 }
 
 // capAt lowers the window to at most c.
@@ -190,6 +231,9 @@ func (r *Relay) adjustSendWindows() {
 		for _, s := range live {
 			if _, l := s.window.next(s.kcp.GetSRTT()); l {
 				limited++
+			}
+			if iv, changed := s.window.nextInterval(); changed {
+				s.kcp.SetNoDelay(-1, iv, -1, -1)
 			}
 		}
 		share := budget.share(r.stats.streamDown.Load(), limited)

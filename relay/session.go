@@ -166,14 +166,14 @@ func (s *session) serve(r *Relay, addr netip.Addr) {
 			defer r.wg.Done()
 			r.stats.streamsActive.Add(1)
 			defer r.stats.streamsActive.Add(-1)
-			r.forward(stream, addr, &s.window.sent)
+			r.forward(stream, addr, s.window)
 		}()
 	}
 }
 
 // forward connects stream to its target and copies both ways until both
 // directions end.
-func (r *Relay) forward(stream *smux.Stream, addr netip.Addr, sent *atomic.Uint64) {
+func (r *Relay) forward(stream *smux.Stream, addr netip.Addr, w *sendWindow) {
 	defer stream.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.DialTimeout)
 	stop := make(chan struct{})
@@ -198,7 +198,7 @@ func (r *Relay) forward(stream *smux.Stream, addr netip.Addr, sent *atomic.Uint6
 	go func() {
 		defer close(done)
 		// target -> client
-		err := copyToStream(stream, target, &r.pools.copies, &r.stats, sent)
+		err := copyToStream(stream, target, &r.pools.copies, &r.stats, &w.sent)
 		if err == nil {
 			// The target finished sending: pass the half-close on.
 			stream.CloseWrite()
@@ -209,7 +209,7 @@ func (r *Relay) forward(stream *smux.Stream, addr netip.Addr, sent *atomic.Uint6
 	}()
 	// client -> target: smux's WriteTo hands its buffers to the target
 	// directly, no copy buffer needed.
-	_, err = stream.WriteTo(countingWriter{target, &r.stats})
+	_, err = stream.WriteTo(countingWriter{target, &r.stats, &w.received})
 	if err == nil || errors.Is(err, io.EOF) {
 		if cw, ok := target.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
@@ -223,15 +223,18 @@ func (r *Relay) forward(stream *smux.Stream, addr netip.Addr, sent *atomic.Uint6
 	<-done
 }
 
-// countingWriter counts upstream bytes as they are written.
+// countingWriter counts upstream bytes as they are written, for the
+// relay and for the session.
 type countingWriter struct {
-	w     io.Writer
-	stats *counters
+	w       io.Writer
+	stats   *counters
+	session *atomic.Uint64
 }
 
 func (c countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.stats.streamUp.Add(uint64(n))
+	c.session.Add(uint64(n))
 	return n, err
 }
 
