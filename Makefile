@@ -103,9 +103,10 @@ pathlab: ## Snowflake v2.14.1, Flurry, the mixed chains and plain TCP side by si
 snowflake-bins: ## Build Snowflake v2.14.1's broker, proxy, client and server into DIR (default: the user's cache directory); reused while the Go version is the same
 	cd interop && $(GO) run ./cmd/snowflake-bins $(if $(DIR),-o $(abspath $(DIR)))
 
-sidebyside: ## Broker and relay memory and matches/s of Flurry and Snowflake v2.14.1 in one run (flurry-loadgen; results in out/sidebyside)
+sidebyside: ## Broker and relay memory and matches/s of Flurry and Snowflake v2.14.1 in one run (flurry-loadgen; results in out/sidebyside; PARTS="relayusers proxyusers" for the many-user runs)
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./broker/cmd/flurry-broker ./relay/cmd/flurry-relay ./loadgen/cmd/flurry-loadgen
+	$(GO) build -o $(BIN)/ ./broker/cmd/flurry-broker ./relay/cmd/flurry-relay ./proxy/cmd/flurry-proxy \
+		./client/cmd/flurry-client ./loadgen/cmd/flurry-loadgen
 	cd interop && $(GO) run ./cmd/snowflake-bins -o $(abspath out/snowflake-bin)
 	BIN=$(BIN) SF=out/snowflake-bin scripts/sidebyside.sh
 

@@ -71,7 +71,7 @@ const (
 	idleTicks    = 2
 	// sendBudgetDelay and minSendBudget set the relay-wide budget.
 	sendBudgetDelay = 100 * time.Millisecond
-	minSendBudget   = 16 << 20
+	minSendBudget   = 8 << 20
 	// rateSmoothing is the weight of the newest tick in the relay's
 	// smoothed send rate (about a second's memory).
 	rateSmoothing = 0.1

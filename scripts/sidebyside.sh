@@ -8,7 +8,11 @@
 # environment). Results (tables and JSON) go to $OUT. Run through
 # `make sidebyside`; docs/performance.md shows the figures. The chain
 # figures (MB/s, CPU per MB per process) come from `make interop`, whose
-# matrix runs both implementations in one run.
+# matrix runs both implementations in one run. PARTS=relayusers and
+# PARTS=proxyusers run flurry-loadgen's many-user modes, both
+# implementations alternating in one command (section "Many users"; the
+# proxy part needs root for its network namespace, and the binaries of all
+# four roles in $BIN).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
@@ -18,7 +22,8 @@ DURATION=${DURATION:-10s}
 IDLE=${IDLE:-1000,5000,15000,19000} # waiting polls, in batches of 250, on one broker
 BURSTS=${BURSTS:-1000 5000 15000 19000} # polls arriving at once; each process needs as many open files
 WINDOW=${WINDOW:-20s} # broker memory is sampled over two proxy holds: waves of returning polls included
-PARTS=${PARTS:-broker relay} # which parts to run
+PARTS=${PARTS:-broker relay} # which parts to run: broker relay relayusers proxyusers
+ROUNDS=${ROUNDS:-2} # relayusers, proxyusers: runs per implementation and step, alternating
 mkdir -p "$OUT"
 ulimit -n 65536 2>/dev/null || true
 
@@ -107,4 +112,18 @@ fi
 if [[ " $PARTS " == *" relay "* ]]; then
 	relay flurry "$BIN/flurry-relay" 127.0.0.1:18100
 	relay snowflake "$SF/server" 127.0.0.1:18101
+fi
+if [[ " $PARTS " == *" relayusers "* ]]; then
+	echo "== relays under 100, 500 and 2000 users, then 2000 mostly idle users"
+	"$BIN/flurry-loadgen" relayusers -quiet -impl "snowflake=$SF/" -impl "flurry=$BIN/flurry-" \
+		-users 100,500,2000 -rounds "$ROUNDS" -json "$OUT/relayusers.json" | tee "$OUT/relayusers.txt"
+	"$BIN/flurry-loadgen" relayusers -quiet -impl "snowflake=$SF/" -impl "flurry=$BIN/flurry-" \
+		-users 2000 -rounds "$ROUNDS" -bulk -1 -think 30s -duration 30s \
+		-json "$OUT/relayusers-idle.json" | tee "$OUT/relayusers-idle.txt"
+fi
+if [[ " $PARTS " == *" proxyusers "* ]]; then
+	echo "== one proxy serving 1, 10 and 50 users (a network namespace of its own; about an hour)"
+	unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' "$BIN/flurry-loadgen" proxyusers -quiet \
+		-impl "snowflake=$SF/" -impl "flurry=$BIN/flurry-" -users 1,10,50 -rounds "$ROUNDS" \
+		-max-time 3h -json "$OUT/proxyusers.json" | tee "$OUT/proxyusers.txt"
 fi
