@@ -4,13 +4,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	kcp "github.com/xtaci/kcp-go/v5"
-
 	"github.com/flurrypt/flurry/common/turbotunnel"
 )
 
 // Each session's KCP send window follows the queueing delay its client's
-// packets meet.
+// packets meet, and its update interval whether it moves data (see
+// busyInterval).
 //
 // A session's send window is what the relay holds for it: kcp-go's Write
 // blocks once the segments sent and not yet acknowledged plus those not yet
@@ -81,13 +80,6 @@ const (
 	// window back after that long.
 	rttMemoryTicks = 100
 )
-
-// windowed is what the window goroutine adjusts: a KCP session.
-type windowed interface {
-	GetSRTT() int32 // smoothed round trip, ms
-	SetWindowSize(sndwnd, rcvwnd int)
-	SetNoDelay(nodelay, interval, resend, nc int)
-}
 
 // sendWindow is one session's window and KCP interval and what they were
 // set from. The session's streams add to sent and received; the rest
@@ -256,5 +248,3 @@ func (r *Relay) adjustSendWindows() {
 		live = live[:0]
 	}
 }
-
-var _ windowed = (*kcp.UDPSession)(nil)
