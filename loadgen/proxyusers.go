@@ -227,8 +227,7 @@ func runProxyUsersOnce(ctx context.Context, cfg ProxyUsersConfig, im Implementat
 			cancel()
 			if err != nil {
 				if userCtx.Err() == nil {
-					users.failed.Add(1)
-					errs.add("socks: " + err.Error())
+					users.fail(i, "socks: "+err.Error())
 				}
 				return
 			}

@@ -312,13 +312,13 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im Implementat
 		i := int(next.Add(1) - 1)
 		t, err := openTunnel(ctx, d, u)
 		if err != nil {
-			errs.add("carrier: " + err.Error())
+			users.fail(i, "carrier: "+err.Error())
 			return
 		}
 		set.addTunnel(t)
 		st, err := t.mux.OpenStream()
 		if err != nil {
-			errs.add("open stream: " + err.Error())
+			users.fail(i, "open stream: "+err.Error())
 			return
 		}
 		opened.Add(1)

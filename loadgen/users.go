@@ -89,6 +89,7 @@ type user struct {
 	kind     string
 	down, up atomic.Int64 // payload bytes read and written
 	requests atomic.Int64 // interactive responses read in full
+	broken   atomic.Bool  // its stream broke (or never opened) before the run ended
 	first    chan struct{}
 	once     sync.Once
 }
@@ -131,9 +132,15 @@ func (g *userGroup) run(ctx context.Context, i int, conn net.Conn) {
 		err = g.interactive(ctx, conn, u)
 	}
 	if err != nil && ctx.Err() == nil && !g.stopping.Load() {
-		g.failed.Add(1)
-		g.errs.add(u.kind + " user: " + err.Error())
+		g.fail(i, u.kind+" user: "+err.Error())
 	}
+}
+
+// fail records that user i's stream broke, or never opened.
+func (g *userGroup) fail(i int, text string) {
+	g.users[i].broken.Store(true)
+	g.failed.Add(1)
+	g.errs.add(text)
 }
 
 func (g *userGroup) bulk(conn net.Conn, u *user) error {
@@ -213,12 +220,28 @@ func (g *userGroup) started() int {
 	return n
 }
 
-// waitStarted waits until every user in want has received a byte, or
-// until timeout or ctx ends; it returns how many had.
+// settled counts the users that have received a byte or failed.
+func (g *userGroup) settled() int {
+	n := 0
+	for _, u := range g.users {
+		select {
+		case <-u.first:
+			n++
+		default:
+			if u.broken.Load() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// waitStarted waits until every user has received a byte or failed, or
+// until timeout or ctx ends; it returns how many had received one.
 func (g *userGroup) waitStarted(ctx context.Context, timeout time.Duration) int {
 	deadline := time.Now().Add(timeout)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
-		if g.started() == len(g.users) {
+		if g.settled() == len(g.users) {
 			break
 		}
 		sleep.For(ctx, 100*time.Millisecond)
