@@ -12,6 +12,7 @@ import (
 
 	"github.com/flurrypt/flurry/broker"
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -19,7 +20,7 @@ import (
 // natsServer starts a real nats-server (Debian's package) on loopback for
 // the test; with routes it is one node of a NATS cluster. It is stopped
 // when the test ends, after the brokers (register it first).
-func natsServer(t *testing.T, name, addr, clusterAddr string, routes ...string) *demo.Process {
+func natsServer(t *testing.T, name, addr, clusterAddr string, routes ...string) *childproc.Process {
 	t.Helper()
 	path, err := demo.FindTool(demo.NATSServerPath, "nats-server", "nats-server")
 	if err != nil {
@@ -268,7 +269,7 @@ func TestClusterNATSRestart(t *testing.T) {
 func TestClusterNATSNodeKilled(t *testing.T) {
 	a := freeAddrs(t, 6)
 	clients, routes := a[:3], a[3:]
-	var nodes []*demo.Process
+	var nodes []*childproc.Process
 	for i := range 3 {
 		var others []string
 		for j, r := range routes {

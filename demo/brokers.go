@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/flurrypt/flurry/internal/childproc"
 )
 
 // Debian's paths of the cluster's third-party servers (packages
@@ -48,7 +50,7 @@ type NATSConfig struct {
 // StartNATS writes a configuration for cfg and starts nats-server with it,
 // returning once it accepts connections. Restarting the Process restarts
 // the server on the same addresses.
-func StartNATS(ctx context.Context, cfg NATSConfig) (*Process, error) {
+func StartNATS(ctx context.Context, cfg NATSConfig) (*childproc.Process, error) {
 	if cfg.Path == "" || cfg.Dir == "" || cfg.Addr == "" || cfg.Name == "" {
 		return nil, fmt.Errorf("%w: NATSConfig needs Path, Name, Dir and Addr", ErrInvalidConfig)
 	}
@@ -68,10 +70,11 @@ func StartNATS(ctx context.Context, cfg NATSConfig) (*Process, error) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	return StartProcess(ctx, ProcessConfig{
+	return childproc.Start(ctx, childproc.Config{
 		Name: cfg.Name, Path: cfg.Path, Args: []string{"-c", path},
-		LogPath: filepath.Join(cfg.Dir, cfg.Name+".log"),
-		Ready:   TCPReady(cfg.Addr),
+		LogPath:    filepath.Join(cfg.Dir, cfg.Name+".log"),
+		Supervisor: "demo",
+		Ready:      TCPReady(cfg.Addr),
 		// nats-server exits 0 on SIGINT, 1 on SIGTERM.
 		StopSignal: syscall.SIGINT,
 	})
@@ -93,7 +96,7 @@ type HAProxyConfig struct {
 // health checks on /healthz every 500 ms, connection failures dispatched
 // to another broker, 3 s for a graceful stop — and starts HAProxy in the foreground, returning once
 // its frontend accepts connections.
-func StartHAProxy(ctx context.Context, cfg HAProxyConfig) (*Process, error) {
+func StartHAProxy(ctx context.Context, cfg HAProxyConfig) (*childproc.Process, error) {
 	if cfg.Path == "" || cfg.Dir == "" || cfg.Addr == "" || len(cfg.Brokers) == 0 {
 		return nil, fmt.Errorf("%w: HAProxyConfig needs Path, Dir, Addr and Brokers", ErrInvalidConfig)
 	}
@@ -132,10 +135,11 @@ backend brokers
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	return StartProcess(ctx, ProcessConfig{
+	return childproc.Start(ctx, childproc.Config{
 		Name: "haproxy", Path: cfg.Path, Args: []string{"-db", "-f", path},
-		LogPath: filepath.Join(cfg.Dir, "haproxy.log"),
-		Ready:   TCPReady(cfg.Addr),
+		LogPath:    filepath.Join(cfg.Dir, "haproxy.log"),
+		Supervisor: "demo",
+		Ready:      TCPReady(cfg.Addr),
 		// SIGTERM is HAProxy's hard stop, which ends it by the signal;
 		// SIGUSR1 stops it gracefully (within hard-stop-after).
 		StopSignal: syscall.SIGUSR1,

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -73,7 +74,7 @@ type Config struct {
 	// Extra arguments appended to each role's command line.
 	BrokerArgs, RelayArgs, ProxyArgs, ClientArgs []string
 	// StopTimeout is the grace period after SIGTERM; 0 means
-	// DefaultStopTimeout.
+	// childproc.DefaultStopTimeout.
 	StopTimeout time.Duration
 	// Logger reports what the cluster does; nil discards.
 	Logger *slog.Logger
@@ -84,9 +85,9 @@ type Config struct {
 type Cluster struct {
 	// The processes; NATProbe is nil unless Config.NATProbe. With
 	// Config.Brokers, Broker is Brokers[0] and NATS and HAProxy are set.
-	Broker, Relay, NATProbe, Client *Process
-	Brokers                         []*Process
-	NATS, HAProxy                   *Process
+	Broker, Relay, NATProbe, Client *childproc.Process
+	Brokers                         []*childproc.Process
+	NATS, HAProxy                   *childproc.Process
 	// BrokerAddrs are the brokers' own addresses (host:port), by index,
 	// and BrokerMetricsAddrs their operator listeners' (-metrics-addr, on
 	// loopback: GET /prometheus); NATSURL is the NATS server's URL with
@@ -120,7 +121,7 @@ type Cluster struct {
 
 // Proxy is one proxy process of a Cluster.
 type Proxy struct {
-	*Process
+	*childproc.Process
 	// MetricsURL serves the proxy's Prometheus metrics.
 	MetricsURL string
 }
@@ -150,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("%w: PollInterval must be at least 1s", ErrInvalidConfig)
 	}
 	if cfg.StopTimeout == 0 {
-		cfg.StopTimeout = DefaultStopTimeout
+		cfg.StopTimeout = childproc.DefaultStopTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -190,8 +191,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		c.RelayURL = "ws://" + relayAddr + "/"
 		c.RelayMetricsURL = "http://" + relayMetrics + "/metrics"
 		// Relay first: proxies check it at start.
-		c.Relay, err = StartProcess(ctx, ProcessConfig{
+		c.Relay, err = childproc.Start(ctx, childproc.Config{
 			Name: "relay", Path: c.cfg.Binaries.Relay, LogPath: c.logPath("relay"),
+			Supervisor: "demo",
 			Args: append([]string{"-disable-tls", "-addr", relayAddr, "-forward", c.Target.Addr,
 				"-metrics-addr", relayMetrics, "-unsafe-logging"}, c.cfg.RelayArgs...),
 			Ready: HTTPReady(c.RelayMetricsURL, 200),
@@ -225,9 +227,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.cfg.NATProbe {
 		args := []string{"-disable-tls", "-addr", probeAddr, "-unsafe-logging"}
 		args = append(args, c.loopbackArgs(ctx, c.cfg.Binaries.NATProbe)...)
-		c.NATProbe, err = StartProcess(ctx, ProcessConfig{
+		c.NATProbe, err = childproc.Start(ctx, childproc.Config{
 			Name: "natprobe", Path: c.cfg.Binaries.NATProbe, LogPath: c.logPath("natprobe"),
-			Args: args, Ready: TCPReady(probeAddr),
+			Supervisor: "demo",
+			Args:       args, Ready: TCPReady(probeAddr),
 		})
 		if err != nil {
 			return err
@@ -248,9 +251,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.SOCKSAddr = socksAddr
 	args := []string{"-socks", socksAddr, "-url", c.BrokerURL, "-max", strconv.Itoa(c.cfg.ClientMax), "-unsafe-logging"}
 	args = append(args, c.loopbackArgs(ctx, c.cfg.Binaries.Client)...)
-	c.Client, err = StartProcess(ctx, ProcessConfig{
+	c.Client, err = childproc.Start(ctx, childproc.Config{
 		Name: "client", Path: c.cfg.Binaries.Client, LogPath: c.logPath("client"),
-		Args: append(args, c.cfg.ClientArgs...), Ready: TCPReady(socksAddr),
+		Supervisor: "demo",
+		Args:       append(args, c.cfg.ClientArgs...), Ready: TCPReady(socksAddr),
 	})
 	if err != nil {
 		return err
@@ -297,10 +301,11 @@ func (c *Cluster) startBrokers(ctx context.Context, addr string, args []string) 
 			name = fmt.Sprintf("broker%d", i+1)
 			bargs = append(bargs, "-nats", c.NATSURL, "-instance", name)
 		}
-		p, err := StartProcess(ctx, ProcessConfig{
+		p, err := childproc.Start(ctx, childproc.Config{
 			Name: name, Path: c.cfg.Binaries.Broker, LogPath: c.logPath(name),
-			Args:  append(bargs, c.cfg.BrokerArgs...),
-			Ready: HTTPReady("http://"+a+"/healthz", 200),
+			Supervisor: "demo",
+			Args:       append(bargs, c.cfg.BrokerArgs...),
+			Ready:      HTTPReady("http://"+a+"/healthz", 200),
 		})
 		if p != nil {
 			c.Brokers = append(c.Brokers, p)
@@ -355,9 +360,10 @@ func (c *Cluster) StartProxy(ctx context.Context) (*Proxy, error) {
 	}
 	args = append(args, c.cfg.ProxyArgs...)
 	metricsURL := "http://" + metricsAddr + "/internal/metrics"
-	p, err := StartProcess(ctx, ProcessConfig{
+	p, err := childproc.Start(ctx, childproc.Config{
 		Name: name, Path: c.cfg.Binaries.Proxy, LogPath: c.logPath(name),
-		Args: args, Ready: HTTPReady(metricsURL, 200),
+		Supervisor: "demo",
+		Args:       args, Ready: HTTPReady(metricsURL, 200),
 	})
 	if err != nil {
 		return nil, err
@@ -403,15 +409,15 @@ func (c *Cluster) ServingProxies(ctx context.Context) []*Proxy {
 
 // Processes returns every process of the cluster, client first and relay
 // last (the order Close stops them in).
-func (c *Cluster) Processes() []*Process {
-	var out []*Process
+func (c *Cluster) Processes() []*childproc.Process {
+	var out []*childproc.Process
 	if c.Client != nil {
 		out = append(out, c.Client)
 	}
 	for _, p := range c.Proxies() {
 		out = append(out, p.Process)
 	}
-	for _, p := range append(append([]*Process{c.NATProbe}, c.Brokers...), c.Relay, c.HAProxy, c.NATS) {
+	for _, p := range append(append([]*childproc.Process{c.NATProbe}, c.Brokers...), c.Relay, c.HAProxy, c.NATS) {
 		if p != nil {
 			out = append(out, p)
 		}
@@ -429,7 +435,7 @@ func (c *Cluster) Close() error {
 		c.closed = true
 		c.mu.Unlock()
 		var errs []error
-		stopAll := func(ps []*Process) {
+		stopAll := func(ps []*childproc.Process) {
 			var wg sync.WaitGroup
 			errc := make([]error, len(ps))
 			for i, p := range ps {
@@ -439,22 +445,22 @@ func (c *Cluster) Close() error {
 			errs = append(errs, errc...)
 		}
 		if c.Client != nil {
-			stopAll([]*Process{c.Client})
+			stopAll([]*childproc.Process{c.Client})
 		}
-		var proxies []*Process
+		var proxies []*childproc.Process
 		for _, p := range c.Proxies() {
 			proxies = append(proxies, p.Process)
 		}
 		stopAll(proxies)
-		var rest []*Process
-		for _, p := range append([]*Process{c.NATProbe, c.HAProxy, c.Relay}, c.Brokers...) {
+		var rest []*childproc.Process
+		for _, p := range append([]*childproc.Process{c.NATProbe, c.HAProxy, c.Relay}, c.Brokers...) {
 			if p != nil {
 				rest = append(rest, p)
 			}
 		}
 		stopAll(rest)
 		if c.NATS != nil { // after the brokers, which leave it on shutdown
-			stopAll([]*Process{c.NATS})
+			stopAll([]*childproc.Process{c.NATS})
 		}
 		if c.Target != nil {
 			errs = append(errs, c.Target.Close())

@@ -6,13 +6,9 @@
 //
 //   - Build compiles the binaries into a directory (without -race);
 //     BinariesIn names binaries that were built elsewhere.
-//   - Process runs one child in its own process group, with stdout and
-//     stderr appended to a log file, and waits for it to be ready by
-//     polling a probe (TCPReady, HTTPReady) under a deadline. Kill sends
-//     SIGKILL to the group; Stop sends SIGTERM, waits a grace period, then
-//     kills the group, and reports a process that needed killing, exited
-//     non-zero or left children behind; Restart is Stop then Start. On
-//     Linux the kernel kills every child should the demo itself die.
+//   - Every process runs under internal/childproc (its own process group,
+//     output appended to a log file, SIGTERM then SIGKILL to the group);
+//     TCPReady and HTTPReady are the readiness probes it polls.
 //   - Target is a loopback HTTP server with one generated file of known
 //     SHA-256.
 //   - Fetch and FetchTarget download through a SOCKS5 server (the client)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/childproc"
 )
 
 // The process-level tests run Flurry's binaries as separate processes on
@@ -320,7 +321,7 @@ func TestCleanShutdown(t *testing.T) {
 		t0 := time.Now()
 		err := p.Stop(5 * time.Second)
 		switch {
-		case errors.Is(err, demo.ErrStopTimeout):
+		case errors.Is(err, childproc.ErrStopTimeout):
 			t.Errorf("%s did not exit within 5 s of SIGTERM: %v", p.Name(), err)
 		case err != nil:
 			t.Errorf("%s: %v", p.Name(), err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/internal/testkit/stuntest"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
 	"github.com/flurrypt/flurry/internal/testkit/tortest"
@@ -222,8 +223,9 @@ func TestChainFromBehindNAT(t *testing.T) {
 func startNetnsClient(ctx context.Context, t *testing.T, ip, ns, socks, brokerURL, ice string) string {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "client.log")
-	client, err := demo.StartProcess(ctx, demo.ProcessConfig{
+	client, err := childproc.Start(ctx, childproc.Config{
 		Name: "client", Path: ip, LogPath: logPath,
+		Supervisor: "demo",
 		Args: []string{"netns", "exec", ns, binaries(t).Client,
 			"-socks", socks, "-url", brokerURL, "-ice", ice, "-unsafe-logging"},
 		Ready: demo.TCPReady(socks),

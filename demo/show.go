@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flurrypt/flurry/internal/childproc"
 )
 
 // Show tells a person at a terminal what a demo does: its steps, the
@@ -180,7 +182,7 @@ func progressLine(w io.Writer, n, total int64, elapsed time.Duration) {
 
 // cpuTimes reads the CPU time each process has used so far (processes it
 // cannot read are left out).
-func (s Show) cpuTimes(procs []*Process) map[string]time.Duration {
+func (s Show) cpuTimes(procs []*childproc.Process) map[string]time.Duration {
 	out := make(map[string]time.Duration, len(procs))
 	if s.CPU == nil {
 		return out
@@ -195,7 +197,7 @@ func (s Show) cpuTimes(procs []*Process) map[string]time.Duration {
 
 // printCPU reports the CPU time each process spent since before, per
 // megabyte carried: what the chain costs, role by role.
-func (s Show) printCPU(procs []*Process, before map[string]time.Duration, size int64) {
+func (s Show) printCPU(procs []*childproc.Process, before map[string]time.Duration, size int64) {
 	if s.CPU == nil {
 		return
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/flurrypt/flurry/common/encapsulation"
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/internal/testkit/socks5test"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
 	"github.com/flurrypt/flurry/internal/testkit/tortest"
@@ -41,7 +42,7 @@ func skipWithoutTor(t *testing.T) {
 type torChain struct {
 	bridge    *tortest.TorBridge
 	client    *tortest.TorClient
-	clientTor *demo.Process
+	clientTor *childproc.Process
 }
 
 // torChainOptions vary startTorChain.
@@ -83,10 +84,11 @@ func startTorChain(t *testing.T, ctx context.Context, opts torChainOptions) *tor
 		if err != nil {
 			t.Fatal(err)
 		}
-		bridgeTor, err := demo.StartProcess(ctx, demo.ProcessConfig{
+		bridgeTor, err := childproc.Start(ctx, childproc.Config{
 			Name: "bridge-tor", Path: tortest.DefaultTorPath, LogPath: dir + "/bridge-tor.log",
-			Args:  []string{"-f", bridge.Torrc, "--defaults-torrc", os.DevNull},
-			Ready: bridge.Ready(), ReadyTimeout: 60 * time.Second,
+			Supervisor: "demo",
+			Args:       []string{"-f", bridge.Torrc, "--defaults-torrc", os.DevNull},
+			Ready:      bridge.Ready(), ReadyTimeout: 60 * time.Second,
 		})
 		if err != nil {
 			t.Fatalf("bridge tor: %v", err)
@@ -132,8 +134,8 @@ func startTorChain(t *testing.T, ctx context.Context, opts torChainOptions) *tor
 		}
 	}
 	t.Logf("client torrc: %s %q", client.BridgeLine, clientTorrc)
-	pc := demo.ProcessConfig{
-		Name: "client-tor", Path: tortest.DefaultTorPath, LogPath: dir + "/client-tor.log",
+	pc := childproc.Config{
+		Name: "client-tor", Path: tortest.DefaultTorPath, LogPath: dir + "/client-tor.log", Supervisor: "demo",
 		Args:  []string{"-f", client.Torrc, "--defaults-torrc", os.DevNull},
 		Ready: demo.TCPReady(client.SOCKSAddr),
 	}
@@ -142,7 +144,7 @@ func startTorChain(t *testing.T, ctx context.Context, opts torChainOptions) *tor
 		// progress (waitBootstrap) is the readiness signal.
 		pc.Path, pc.Args, pc.Ready = opts.netns.ip, append([]string{"netns", "exec", opts.netns.name, tortest.DefaultTorPath}, pc.Args...), nil
 	}
-	clientTor, err := demo.StartProcess(ctx, pc)
+	clientTor, err := childproc.Start(ctx, pc)
 	if err != nil {
 		t.Fatalf("client tor: %v", err)
 	}
@@ -346,7 +348,7 @@ func loopbackClientArgs(t *testing.T, bin string) []string {
 	return nil
 }
 
-func stopClean(t *testing.T, p *demo.Process) {
+func stopClean(t *testing.T, p *childproc.Process) {
 	t.Helper()
 	if err := p.Stop(10 * time.Second); err != nil {
 		t.Errorf("stopping %s: %v", p.Name(), err)

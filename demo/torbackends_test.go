@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/internal/testkit/tortest"
 )
 
@@ -31,11 +32,12 @@ func TestTorBackendsThroughFlurry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tors := map[string]*demo.Process{}
+	tors := map[string]*childproc.Process{}
 	for _, b := range backends {
-		p, err := demo.StartProcess(ctx, demo.ProcessConfig{
+		p, err := childproc.Start(ctx, childproc.Config{
 			Name: "tor-" + b.Name, Path: tortest.DefaultTorPath, LogPath: filepath.Join(dir, b.Name+"-tor.log"),
-			Args: b.Args, Ready: b.Ready(), ReadyTimeout: 60 * time.Second,
+			Supervisor: "demo",
+			Args:       b.Args, Ready: b.Ready(), ReadyTimeout: 60 * time.Second,
 		})
 		if err != nil {
 			t.Fatalf("tor %s: %v", b.Name, err)
@@ -65,9 +67,10 @@ func TestTorBackendsThroughFlurry(t *testing.T) {
 	for _, b := range backends {
 		args = append(args, "-backend", b.BackendFlag())
 	}
-	relay, err := demo.StartProcess(ctx, demo.ProcessConfig{
+	relay, err := childproc.Start(ctx, childproc.Config{
 		Name: "flurry-relay", Path: bins.Relay, Args: args, LogPath: filepath.Join(dir, "relay.out"),
-		Ready: demo.HTTPReady(metricsURL, 200),
+		Supervisor: "demo",
+		Ready:      demo.HTTPReady(metricsURL, 200),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/sqscreds"
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/messages"
 	"github.com/flurrypt/flurry/netlab"
 )
@@ -154,9 +155,9 @@ type Chain struct {
 	cfg ChainConfig
 
 	Target                  *demo.Target
-	Relay, Broker, NATProbe *demo.Process
-	Client                  *demo.Process
-	Proxies                 []*demo.Process
+	Relay, Broker, NATProbe *childproc.Process
+	Client                  *childproc.Process
+	Proxies                 []*childproc.Process
 	BrokerURL, RelayURL     string
 	SOCKSAddr, NATProbeURL  string
 	nextProxy               int
@@ -214,7 +215,7 @@ func (c *Chain) host() string {
 
 // start starts pc on a side of the lab (anywhere without one): its command
 // runs in that side's namespace and so does its readiness probe.
-func (c *Chain) startOn(ctx context.Context, side netlab.Side, pc demo.ProcessConfig) (*demo.Process, error) {
+func (c *Chain) startOn(ctx context.Context, side netlab.Side, pc childproc.Config) (*childproc.Process, error) {
 	if lab := c.cfg.Lab; lab != nil {
 		cmd := lab.Command(side, pc.Path, pc.Args...)
 		pc.Path, pc.Args = cmd.Path, cmd.Args[1:]
@@ -224,7 +225,8 @@ func (c *Chain) startOn(ctx context.Context, side netlab.Side, pc demo.ProcessCo
 			}
 		}
 	}
-	return demo.StartProcess(ctx, pc)
+	pc.Supervisor = "demo"
+	return childproc.Start(ctx, pc)
 }
 
 // InClient runs fn where the client runs (the lab's client side, or here):
@@ -274,7 +276,7 @@ func (c *Chain) start(ctx context.Context) error {
 	if err := os.MkdirAll(relayState, 0o700); err != nil {
 		return err
 	}
-	c.Relay, err = c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
+	c.Relay, err = c.startOn(ctx, netlab.Outside, childproc.Config{
 		Name: "relay", Path: c.bin("relay"), LogPath: c.logPath("relay"),
 		Args: relayArgs,
 		Env: []string{
@@ -296,7 +298,7 @@ func (c *Chain) start(ctx context.Context) error {
 	if c.cfg.NATProbeAllInterfaces {
 		probeArgs[3] = "-keep-local-addresses"
 	}
-	c.NATProbe, err = c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
+	c.NATProbe, err = c.startOn(ctx, netlab.Outside, childproc.Config{
 		Name: "natprobe", Path: c.cfg.Flurry.NATProbe, LogPath: c.logPath("natprobe"),
 		Args:  probeArgs,
 		Ready: demo.TCPReady(probeAddr),
@@ -337,7 +339,7 @@ func (c *Chain) start(ctx context.Context) error {
 		// The AWS SDK's default credentials: the environment's.
 		brokerEnv = append(q.env(), "AWS_ACCESS_KEY_ID="+creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+creds.SecretKey)
 	}
-	c.Broker, err = c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
+	c.Broker, err = c.startOn(ctx, netlab.Outside, childproc.Config{
 		Name: "broker", Path: c.bin("broker"), LogPath: c.logPath("broker"),
 		Args:  brokerArgs,
 		Env:   brokerEnv,
@@ -389,7 +391,7 @@ func (c *Chain) start(ctx context.Context) error {
 		args = append(args, "-covertdtls-config", c.cfg.Covert)
 	}
 	clientLog := c.logPath("client")
-	c.Client, err = c.startOn(ctx, netlab.Client, demo.ProcessConfig{
+	c.Client, err = c.startOn(ctx, netlab.Client, childproc.Config{
 		Name: "client", Path: c.bin("client"), LogPath: clientLog, Args: args,
 		Env:      clientEnv,
 		CleanEnv: true,
@@ -460,7 +462,7 @@ func cmethodAddr(logPath string) (string, error) {
 
 // StartProxy starts one more proxy (Snowflake's command line) and waits
 // until it has polled the broker once, judged by its log.
-func (c *Chain) StartProxy(ctx context.Context) (*demo.Process, error) {
+func (c *Chain) StartProxy(ctx context.Context) (*childproc.Process, error) {
 	c.nextProxy++
 	name := fmt.Sprintf("proxy-%d", c.nextProxy)
 	args := []string{"-broker", c.BrokerURL, "-relay", c.RelayURL,
@@ -478,7 +480,7 @@ func (c *Chain) StartProxy(ctx context.Context) (*demo.Process, error) {
 	if covert != "" {
 		args = append(args, "-covertdtls-config", covert)
 	}
-	p, err := c.startOn(ctx, netlab.Outside, demo.ProcessConfig{
+	p, err := c.startOn(ctx, netlab.Outside, childproc.Config{
 		Name: name, Path: c.bin("proxy"), LogPath: c.logPath(name), Args: args,
 		ReadyTimeout: time.Minute,
 	})
@@ -490,9 +492,9 @@ func (c *Chain) StartProxy(ctx context.Context) (*demo.Process, error) {
 }
 
 // Processes returns the chain's processes, client first.
-func (c *Chain) Processes() []*demo.Process {
-	var out []*demo.Process
-	for _, p := range append(append([]*demo.Process{c.Client}, c.Proxies...), c.Broker, c.NATProbe, c.Relay) {
+func (c *Chain) Processes() []*childproc.Process {
+	var out []*childproc.Process
+	for _, p := range append(append([]*childproc.Process{c.Client}, c.Proxies...), c.Broker, c.NATProbe, c.Relay) {
 		if p != nil {
 			out = append(out, p)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/internal/testkit/stuntest"
 	"github.com/flurrypt/flurry/loadgen"
 )
@@ -96,7 +97,7 @@ func runCells(t *testing.T, order []Roles, cell func(t *testing.T, ctx context.C
 func cpuTimes(t *testing.T, c *Chain) map[string]time.Duration {
 	t.Helper()
 	out := map[string]time.Duration{}
-	for role, p := range map[string]*demo.Process{"client": c.Client, "proxy": c.Proxies[0], "relay": c.Relay, "broker": c.Broker} {
+	for role, p := range map[string]*childproc.Process{"client": c.Client, "proxy": c.Proxies[0], "relay": c.Relay, "broker": c.Broker} {
 		s, err := loadgen.ReadProc(p.PID())
 		if err != nil {
 			t.Fatal(err)

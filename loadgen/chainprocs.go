@@ -8,11 +8,11 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/flurrypt/flurry/internal/childproc"
 )
 
 // This file starts and stops the processes of the side-by-side runs: whole
@@ -24,61 +24,42 @@ import (
 // the loopback relay.
 const relayPattern = "^127.0.0.1$"
 
-// childProc is one role's process.
-type childProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser // kept open: a PT exits when tor closes it
-	done  chan struct{}
-}
+// chainStopTimeout is how long a chain's process has to leave after
+// SIGTERM and its stdin closed, before it is killed.
+const chainStopTimeout = 5 * time.Second
 
-// launchChild starts bin in dir's name, its stderr in dir/role.err and its
-// stdout to stdout.
-func launchChild(dir, role, bin string, env []string, stdout *os.File, args []string) (*childProc, error) {
-	errf, err := os.Create(filepath.Join(dir, role+".err"))
+// startChild starts bin as role: its stderr in dir/role.err (a new file),
+// its stdout to stdout or, if nil, to dir/role.out, and a stdin kept open
+// until it stops (a PT exits when tor closes it).
+func startChild(ctx context.Context, dir, role, bin string, env []string, stdout *os.File, args ...string) (*childproc.Process, error) {
+	errPath := filepath.Join(dir, role+".err")
+	errf, err := os.Create(errPath)
 	if err != nil {
 		return nil, err
 	}
-	defer errf.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = stdout, errf
-	cmd.SysProcAttr = childProcAttr()
-	stdin, err := cmd.StdinPipe()
+	errf.Close()
+	if stdout == nil {
+		out, err := os.Create(filepath.Join(dir, role+".out"))
+		if err != nil {
+			return nil, err
+		}
+		defer out.Close()
+		stdout = out
+	}
+	p, err := childproc.Start(ctx, childproc.Config{
+		Name: role, Path: bin, Args: args, Env: env,
+		LogPath: errPath, Stdout: stdout, HoldStdin: true,
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("start %w", err)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", role, err)
-	}
-	p := &childProc{cmd: cmd, stdin: stdin, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
 	return p, nil
 }
 
-// startChild is launchChild with stdout in dir/role.out.
-func startChild(dir, role, bin string, env []string, args ...string) (*childProc, error) {
-	out, err := os.Create(filepath.Join(dir, role+".out"))
-	if err != nil {
-		return nil, err
-	}
-	defer out.Close()
-	return launchChild(dir, role, bin, env, out, args)
-}
-
-func (p *childProc) pid() int { return p.cmd.Process.Pid }
-
-// stop ends the process: SIGTERM and stdin closed (a PT's signal to
-// leave), SIGKILL after 5 s.
-func (p *childProc) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	_ = p.stdin.Close()
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
+// stopChild ends a chain's process: SIGTERM and stdin closed (a PT's
+// signal to leave), SIGKILL after chainStopTimeout. How it ended does not
+// matter to a measurement.
+func stopChild(p *childproc.Process) { _ = p.Stop(chainStopTimeout) }
 
 // ptEnv is what tor sets for every managed pluggable transport.
 var ptEnv = []string{"TOR_PT_MANAGED_TRANSPORT_VER=1"}
@@ -86,7 +67,7 @@ var ptEnv = []string{"TOR_PT_MANAGED_TRANSPORT_VER=1"}
 // startManagedServer starts a server (relay) as tor starts a managed
 // pluggable transport, plain WebSocket, forwarding every stream to orport;
 // it returns once the server listens, with its WebSocket address.
-func startManagedServer(ctx context.Context, dir, bin, orport string) (*childProc, string, error) {
+func startManagedServer(ctx context.Context, dir, bin, orport string) (*childproc.Process, string, error) {
 	addr, err := freePort()
 	if err != nil {
 		return nil, "", err
@@ -94,13 +75,13 @@ func startManagedServer(ctx context.Context, dir, bin, orport string) (*childPro
 	env := append(ptEnv, "TOR_PT_SERVER_TRANSPORTS=snowflake",
 		"TOR_PT_SERVER_BINDADDR=snowflake-"+addr, "TOR_PT_ORPORT="+orport,
 		"TOR_PT_STATE_LOCATION="+filepath.Join(dir, "server-state"))
-	p, err := startChild(dir, RoleServer, bin, env,
+	p, err := startChild(ctx, dir, RoleServer, bin, env, nil,
 		"-disable-tls", "-unsafe-logging", "-log", filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, "", err
 	}
 	if err := waitTCP(ctx, addr, p); err != nil {
-		p.stop()
+		stopChild(p)
 		return nil, "", fmt.Errorf("server: %w", err)
 	}
 	return p, addr, nil
@@ -122,7 +103,7 @@ type sbsChain struct {
 	im     Implementation
 	dir    string
 	target *Target
-	procs  map[string]*childProc
+	procs  map[string]*childproc.Process
 	socks  string
 }
 
@@ -137,7 +118,7 @@ func freePort() (string, error) {
 
 // startChain starts im's four roles; on error the caller stops what started.
 func startChain(ctx context.Context, opt chainOptions, im Implementation) (*sbsChain, error) {
-	c := &sbsChain{im: im, dir: opt.Dir, procs: map[string]*childProc{}}
+	c := &sbsChain{im: im, dir: opt.Dir, procs: map[string]*childproc.Process{}}
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -173,7 +154,7 @@ func startChain(ctx context.Context, opt chainOptions, im Implementation) (*sbsC
 	if err := os.WriteFile(intervals, fmt.Appendf(nil, `{"unrestricted_poll_interval": %d, "restricted_poll_interval": %d}`+"\n", ms, ms), 0o644); err != nil {
 		return c, err
 	}
-	if err := c.start(RoleBroker, im.Broker, nil,
+	if err := c.start(ctx, RoleBroker, im.Broker, nil,
 		"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges, "-disable-geoip", "-unsafe-logging",
 		"-allowed-relay-pattern", relayPattern, "-poll-interval-filepath", intervals); err != nil {
 		return c, err
@@ -182,7 +163,7 @@ func startChain(ctx context.Context, opt chainOptions, im Implementation) (*sbsC
 		return c, fmt.Errorf("broker: %w", err)
 	}
 	noGeoIP := filepath.Join(c.dir, "no-geoip")
-	if err := c.start(RoleProxy, im.Proxy, nil,
+	if err := c.start(ctx, RoleProxy, im.Proxy, nil,
 		"-broker", "http://"+brokerAddr+"/", "-relay", "ws://"+serverAddr+"/",
 		"-allow-non-tls-relay", "-allow-proxying-to-private-addresses", "-keep-local-addresses",
 		"-allowed-relay-hostname-pattern", relayPattern, "-poll-interval", opt.PollInterval.String(),
@@ -195,7 +176,7 @@ func startChain(ctx context.Context, opt chainOptions, im Implementation) (*sbsC
 	}
 	clientEnv := append(ptEnv, "TOR_PT_CLIENT_TRANSPORTS=snowflake",
 		"TOR_PT_STATE_LOCATION="+filepath.Join(c.dir, "client-state"))
-	stdout, err := c.startPiped(RoleClient, im.Client, clientEnv,
+	stdout, err := c.startPiped(ctx, RoleClient, im.Client, clientEnv,
 		"-url", "http://"+brokerAddr+"/", "-keep-local-addresses", "-max", "1",
 		"-unsafe-logging", "-log", filepath.Join(c.dir, "client.log"))
 	if err != nil {
@@ -207,8 +188,8 @@ func startChain(ctx context.Context, opt chainOptions, im Implementation) (*sbsC
 	return c, nil
 }
 
-func (c *sbsChain) start(role, bin string, env []string, args ...string) error {
-	p, err := startChild(c.dir, role, bin, env, args...)
+func (c *sbsChain) start(ctx context.Context, role, bin string, env []string, args ...string) error {
+	p, err := startChild(ctx, c.dir, role, bin, env, nil, args...)
 	if err != nil {
 		return err
 	}
@@ -217,12 +198,12 @@ func (c *sbsChain) start(role, bin string, env []string, args ...string) error {
 }
 
 // startPiped starts a role whose stdout the caller reads.
-func (c *sbsChain) startPiped(role, bin string, env []string, args ...string) (io.Reader, error) {
+func (c *sbsChain) startPiped(ctx context.Context, role, bin string, env []string, args ...string) (io.Reader, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	p, err := launchChild(c.dir, role, bin, env, w, args)
+	p, err := startChild(ctx, c.dir, role, bin, env, w, args...)
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -266,7 +247,7 @@ func readCMethod(ctx context.Context, r io.Reader) (string, error) {
 }
 
 // waitTCP waits until something listens on addr (at most 30 s) or p exits.
-func waitTCP(ctx context.Context, addr string, p *childProc) error {
+func waitTCP(ctx context.Context, addr string, p *childproc.Process) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -275,7 +256,7 @@ func waitTCP(ctx context.Context, addr string, p *childProc) error {
 			return nil
 		}
 		select {
-		case <-p.done:
+		case <-p.Done():
 			return errors.New("exited")
 		case <-ctx.Done():
 			return ctx.Err()
@@ -289,7 +270,7 @@ func waitTCP(ctx context.Context, addr string, p *childProc) error {
 func (c *sbsChain) stop() {
 	for _, role := range Roles {
 		if p := c.procs[role]; p != nil {
-			p.stop()
+			stopChild(p)
 		}
 	}
 	if c.target != nil {
@@ -301,7 +282,7 @@ func (c *sbsChain) stop() {
 func (c *sbsChain) cpuTimes() map[string]time.Duration {
 	m := map[string]time.Duration{}
 	for role, p := range c.procs {
-		if s, err := ReadProc(p.pid()); err == nil {
+		if s, err := ReadProc(p.PID()); err == nil {
 			m[role] = s.CPU
 		}
 	}

@@ -246,7 +246,7 @@ func runProxyUsersOnce(ctx context.Context, cfg ProxyUsersConfig, im Implementat
 	}
 	sleep.For(ctx, cfg.WarmUp)
 
-	proxy := procWatcher{pid: chain.procs[RoleProxy].pid()}
+	proxy := procWatcher{pid: chain.procs[RoleProxy].PID()}
 	users.measuring.Store(true)
 	a := users.snapshot()
 	cpu0 := chain.cpuTimes()
@@ -286,7 +286,7 @@ func runProxyUsersOnce(ctx context.Context, cfg ProxyUsersConfig, im Implementat
 		}
 	}
 	for role, p := range chain.procs {
-		if s, err := ReadProc(p.pid()); err == nil {
+		if s, err := ReadProc(p.PID()); err == nil {
 			run.PeakRSS[role] = s.HWM
 		}
 	}

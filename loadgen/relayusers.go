@@ -274,8 +274,8 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im Implementat
 	if err != nil {
 		return run, err
 	}
-	defer server.stop()
-	proc := procWatcher{pid: server.pid()}
+	defer stopChild(server)
+	proc := procWatcher{pid: server.PID()}
 	sleep.For(ctx, time.Second)
 	base, _, err := proc.sample()
 	if err != nil {
@@ -340,7 +340,7 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im Implementat
 		return run, err
 	}
 	me0, _, _ := self.sample()
-	io0, ioErr := ReadProcIO(server.pid())
+	io0, ioErr := ReadProcIO(server.PID())
 	kcp0 := kcp.DefaultSnmp.Copy()
 	start := time.Now()
 	var rss []int64
@@ -366,7 +366,7 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im Implementat
 		return run, err
 	}
 	me1, _, _ := self.sample()
-	io1, ioErr1 := ReadProcIO(server.pid())
+	io1, ioErr1 := ReadProcIO(server.PID())
 	kcp1 := kcp.DefaultSnmp.Copy()
 	b := users.snapshot()
 	elapsed := time.Since(start)

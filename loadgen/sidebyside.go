@@ -444,7 +444,7 @@ func summarizeSideBySide(c *sbsChain, all []Download) SideBySideSummary {
 		s.CPUMsPerMB[r] = medianFloat(xs)
 	}
 	for role, p := range c.procs {
-		if ps, err := ReadProc(p.pid()); err == nil {
+		if ps, err := ReadProc(p.PID()); err == nil {
 			s.PeakRSS[role] = ps.HWM
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/internal/sleep"
 )
 
@@ -293,7 +294,7 @@ func (r *soakRun) sampleLoop(ctx context.Context) {
 // soakTarget is one process to sample and where its goroutines are.
 type soakTarget struct {
 	name       string
-	p          *demo.Process
+	p          *childproc.Process
 	metricsURL string // "" : threads from /proc
 }
 
@@ -450,9 +451,10 @@ func (r *soakRun) visit(ctx context.Context, i int, args []string) {
 		return
 	}
 	name := fmt.Sprintf("visitor-%d", i)
-	p, err := demo.StartProcess(ctx, demo.ProcessConfig{
+	p, err := childproc.Start(ctx, childproc.Config{
 		Name: name, Path: r.cfg.Binaries.Client, LogPath: filepath.Join(r.c.Dir(), name+".log"),
-		Args: append([]string{"-socks", socks}, args...), Ready: demo.TCPReady(socks),
+		Supervisor: "demo",
+		Args:       append([]string{"-socks", socks}, args...), Ready: demo.TCPReady(socks),
 	})
 	if err != nil {
 		if ctx.Err() == nil {

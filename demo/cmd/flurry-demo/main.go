@@ -26,6 +26,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/loadgen"
 )
 
@@ -108,7 +109,7 @@ func demonstrate(ctx context.Context, show demo.Show, cfg demo.Config, o *option
 		return err
 	}
 	defer func() {
-		show.Step("Stopping everything (SIGTERM, then SIGKILL after %v)", demo.DefaultStopTimeout)
+		show.Step("Stopping everything (SIGTERM, then SIGKILL after %v)", childproc.DefaultStopTimeout)
 		if cerr := cluster.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("stop: %w", cerr))
 			return

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/demo"
+	"github.com/flurrypt/flurry/internal/childproc"
 )
 
 // DefaultTorGencertPath is Debian's tor-gencert (package tor).
@@ -48,7 +49,7 @@ type TorNetwork struct {
 	// ConsensusURL is the authority's consensus.
 	ConsensusURL string
 
-	procs     []*demo.Process
+	procs     []*childproc.Process
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -172,10 +173,11 @@ func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, er
 		if err := os.WriteFile(torrc, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 			return err
 		}
-		p, err := demo.StartProcess(ctx, demo.ProcessConfig{
+		p, err := childproc.Start(ctx, childproc.Config{
 			Name: "tor-" + name, Path: cfg.Tor, LogPath: filepath.Join(cfg.Dir, name+".log"),
-			Args:  []string{"-f", torrc, "--defaults-torrc", os.DevNull},
-			Ready: ready,
+			Supervisor: "demo",
+			Args:       []string{"-f", torrc, "--defaults-torrc", os.DevNull},
+			Ready:      ready,
 		})
 		if err != nil {
 			return err

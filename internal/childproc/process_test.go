@@ -1,8 +1,9 @@
-package demo_test
+package childproc
 
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
@@ -25,11 +25,11 @@ func shell(tb testing.TB) string {
 	return sh
 }
 
-func newShellProcess(t *testing.T, script string, ready func(context.Context) error) *demo.Process {
+func newShellProcess(t *testing.T, script string, ready func(context.Context) error) *Process {
 	t.Helper()
-	p, err := demo.NewProcess(demo.ProcessConfig{
+	p, err := New(Config{
 		Name: "sh", Path: shell(t), Args: []string{"-c", script},
-		LogPath: filepath.Join(t.TempDir(), "sh.log"), Ready: ready, ReadyTimeout: 5 * time.Second,
+		LogPath: filepath.Join(t.TempDir(), "sh.log"), Supervisor: "test", Ready: ready, ReadyTimeout: 5 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestProcessStopClean(t *testing.T) {
 		t.Fatal("not running after Start")
 	}
 	waitFor(t, func() bool { return strings.Contains(p.LogTail(1), "hello") }) // the trap is set
-	if err := p.Start(context.Background()); !errors.Is(err, demo.ErrRunning) {
+	if err := p.Start(context.Background()); !errors.Is(err, errRunning) {
 		t.Errorf("second Start: %v, want ErrRunning", err)
 	}
 	if err := p.Stop(5 * time.Second); err != nil {
@@ -72,7 +72,7 @@ func TestProcessStopTimeout(t *testing.T) {
 	// Wait until the trap is set (the script has printed).
 	waitFor(t, func() bool { return strings.Contains(p.LogTail(1), "started") })
 	err := p.Stop(200 * time.Millisecond)
-	if !errors.Is(err, demo.ErrStopTimeout) {
+	if !errors.Is(err, ErrStopTimeout) {
 		t.Fatalf("Stop of a process ignoring SIGTERM: %v, want ErrStopTimeout", err)
 	}
 	if p.Running() {
@@ -89,10 +89,10 @@ func TestProcessLeftBehind(t *testing.T) {
 	pgid := p.PID()
 	waitFor(t, func() bool { return strings.Contains(p.LogTail(1), "child") })
 	err := p.Stop(5 * time.Second)
-	if !errors.Is(err, demo.ErrLeftBehind) {
+	if !errors.Is(err, errLeftBehind) {
 		t.Fatalf("Stop: %v, want ErrLeftBehind", err)
 	}
-	waitFor(t, func() bool { return !demo.GroupAlive(pgid) })
+	waitFor(t, func() bool { return !groupAlive(pgid) })
 }
 
 func TestProcessKillTakesTheGroup(t *testing.T) {
@@ -103,14 +103,11 @@ func TestProcessKillTakesTheGroup(t *testing.T) {
 	pgid := p.PID()
 	waitFor(t, func() bool { return strings.Contains(p.LogTail(1), "child") })
 	p.Kill()
-	waitFor(t, func() bool { return !demo.GroupAlive(pgid) })
+	waitFor(t, func() bool { return !groupAlive(pgid) })
 }
 
 func TestProcessReadiness(t *testing.T) {
-	addr, err := demo.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr := closedAddr(t)
 	t.Run("ready", func(t *testing.T) {
 		marker := filepath.Join(t.TempDir(), "ready")
 		p := newShellProcess(t, `sleep 0.1; touch `+marker+`; while :; do sleep 0.05; done`, func(context.Context) error {
@@ -125,21 +122,21 @@ func TestProcessReadiness(t *testing.T) {
 		}
 	})
 	t.Run("exits first", func(t *testing.T) {
-		p := newShellProcess(t, `echo broken; exit 3`, demo.TCPReady(addr))
+		p := newShellProcess(t, `echo broken; exit 3`, tcpReady(addr))
 		err := p.Start(context.Background())
-		if !errors.Is(err, demo.ErrExited) || !strings.Contains(err.Error(), "broken") {
+		if !errors.Is(err, errExited) || !strings.Contains(err.Error(), "broken") {
 			t.Errorf("Start: %v, want ErrExited with the log", err)
 		}
 	})
 	t.Run("deadline", func(t *testing.T) {
-		p, err := demo.NewProcess(demo.ProcessConfig{
+		p, err := New(Config{
 			Name: "sh", Path: shell(t), Args: []string{"-c", "while :; do sleep 0.05; done"},
-			LogPath: filepath.Join(t.TempDir(), "sh.log"), Ready: demo.TCPReady(addr), ReadyTimeout: 300 * time.Millisecond,
+			LogPath: filepath.Join(t.TempDir(), "sh.log"), Ready: tcpReady(addr), ReadyTimeout: 300 * time.Millisecond,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Start(context.Background()); !errors.Is(err, demo.ErrNotReady) {
+		if err := p.Start(context.Background()); !errors.Is(err, errNotReady) {
 			t.Errorf("Start: %v, want ErrNotReady", err)
 		}
 		if p.Running() {
@@ -171,14 +168,14 @@ func TestProcessRestartAppendsLog(t *testing.T) {
 	}
 }
 
-func TestNewProcessChecksConfig(t *testing.T) {
-	for _, cfg := range []demo.ProcessConfig{
+func TestNewChecksConfig(t *testing.T) {
+	for _, cfg := range []Config{
 		{},
 		{Name: "x", Path: "/bin/true"},
 		{Name: "x", LogPath: "x.log"},
 	} {
-		if _, err := demo.NewProcess(cfg); !errors.Is(err, demo.ErrInvalidConfig) {
-			t.Errorf("NewProcess(%+v): %v, want ErrInvalidConfig", cfg, err)
+		if _, err := New(cfg); !errors.Is(err, errInvalidConfig) {
+			t.Errorf("New(%+v): %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
 }
@@ -192,5 +189,58 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10 s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// tcpReady is a readiness probe: something accepts connections on addr.
+func tcpReady(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+func TestHoldStdinAndStdout(t *testing.T) {
+	dir := t.TempDir()
+	out, err := os.Create(filepath.Join(dir, "sh.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	// The script leaves when its stdin closes, as a managed pluggable
+	// transport does, and ignores SIGTERM.
+	p, err := Start(context.Background(), Config{
+		Name: "sh", Path: shell(t), Args: []string{"-c", `trap '' TERM; echo out; echo err >&2; cat >/dev/null; echo eof >&2`},
+		LogPath: filepath.Join(dir, "sh.err"), Stdout: out, HoldStdin: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	waitFor(t, func() bool { return strings.Contains(p.LogTail(1), "err") })
+	if err := p.Stop(5 * time.Second); err != nil {
+		t.Fatalf("Stop: %v (closing stdin should end it)", err)
+	}
+	if got := p.LogTail(5); got != "err\neof" {
+		t.Errorf("log %q, want the stderr lines alone", got)
+	}
+	if b, _ := os.ReadFile(out.Name()); string(b) != "out\n" {
+		t.Errorf("stdout file %q, want out", b)
 	}
 }

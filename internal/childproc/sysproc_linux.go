@@ -1,4 +1,4 @@
-package demo
+package childproc
 
 import (
 	"errors"
@@ -8,18 +8,18 @@ import (
 	"syscall"
 )
 
-// sysProcAttr puts the child in its own process group (so that the demo's
-// terminal's Ctrl-C reaches only the demo, which then stops everything in
-// order, and so that a whole group can be signalled) and has the kernel kill
-// it should the demo die without cleaning up.
+// sysProcAttr puts the child in its own process group (so that the
+// terminal's Ctrl-C reaches only the supervisor, which then stops everything
+// in order, and so that a whole group can be signalled) and has the kernel kill
+// it should the supervisor die without cleaning up.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// GroupAlive reports whether process group pgid has a member that is not a
+// groupAlive reports whether process group pgid has a member that is not a
 // zombie. (kill(-pgid, 0) also counts zombies, which linger until their new
 // parent, often a container's init, reaps them.)
-func GroupAlive(pgid int) bool {
+func groupAlive(pgid int) bool {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)

@@ -1,9 +1,10 @@
-package demo
+package childproc
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,22 +19,37 @@ const DefaultStopTimeout = 10 * time.Second
 // DefaultReadyTimeout bounds a process's readiness probe.
 const DefaultReadyTimeout = 30 * time.Second
 
-// ProcessConfig describes one child process.
-type ProcessConfig struct {
-	// Name identifies the process in errors and names its log file.
+// Config describes one child process.
+type Config struct {
+	// Name identifies the process in errors and in the log's start lines.
 	Name string
 	// Path is the executable; Args its arguments (without argv[0]).
 	Path string
 	Args []string
-	// Env is added to the demo's own environment (later entries win).
-	// With CleanEnv the process gets only Env (and PATH, HOME).
+	// Env is added to the supervisor's own environment (later entries
+	// win). With CleanEnv the process gets only Env (and PATH, HOME).
 	Env      []string
 	CleanEnv bool
-	// Dir is the working directory; empty means the demo's.
+	// Dir is the working directory; empty means the supervisor's.
 	Dir string
-	// LogPath receives the process's stdout and stderr (appended, so a
-	// restarted process keeps its earlier log). Required.
+	// LogPath receives the process's stderr, and its stdout unless Stdout
+	// is set (appended, so a restarted process keeps its earlier log).
+	// Required.
 	LogPath string
+	// Stdout, if set, receives the process's stdout instead of LogPath: a
+	// file of its own, or the write end of a pipe the caller reads. The
+	// process gets its own copy; the caller closes Stdout once Start
+	// returns.
+	Stdout *os.File
+	// HoldStdin gives the process a stdin pipe that stays open until Stop
+	// closes it (right after the stop signal): a managed pluggable
+	// transport leaves when tor closes its stdin. Without it stdin is
+	// /dev/null.
+	HoldStdin bool
+	// Supervisor, if set, names the supervising program in a line written
+	// to the log before every start ("=== demo: start 2 of broker at
+	// ..."); empty writes no such line.
+	Supervisor string
 	// Ready, if set, is polled after start until it returns nil or
 	// ReadyTimeout passes; Start returns only then.
 	Ready func(ctx context.Context) error
@@ -47,19 +63,20 @@ type ProcessConfig struct {
 // reach it and everything it starts, and nothing is left behind.
 // Its methods are safe for concurrent use.
 type Process struct {
-	cfg ProcessConfig
+	cfg Config
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
+	stdin   io.Closer     // with HoldStdin: the current run's stdin pipe
 	done    chan struct{} // closed when the current run has been waited for
 	waitErr error         // valid after done
 	starts  int
 }
 
-// NewProcess checks cfg and returns a Process that has not started.
-func NewProcess(cfg ProcessConfig) (*Process, error) {
+// New checks cfg and returns a Process that has not started.
+func New(cfg Config) (*Process, error) {
 	if cfg.Name == "" || cfg.Path == "" || cfg.LogPath == "" {
-		return nil, fmt.Errorf("%w: a process needs Name, Path and LogPath", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: a process needs Name, Path and LogPath", errInvalidConfig)
 	}
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = DefaultReadyTimeout
@@ -71,9 +88,9 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	return &Process{cfg: cfg, done: done}, nil
 }
 
-// StartProcess is NewProcess followed by Start.
-func StartProcess(ctx context.Context, cfg ProcessConfig) (*Process, error) {
-	p, err := NewProcess(cfg)
+// Start is New followed by Process.Start.
+func Start(ctx context.Context, cfg Config) (*Process, error) {
+	p, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -90,49 +107,10 @@ func (p *Process) LogPath() string { return p.cfg.LogPath }
 // If the probe fails or the process exits first, the process is killed and
 // the error says so (with the end of its log).
 func (p *Process) Start(ctx context.Context) error {
-	p.mu.Lock()
-	select {
-	case <-p.done:
-	default:
-		p.mu.Unlock()
-		return fmt.Errorf("%s: %w", p.cfg.Name, ErrRunning)
-	}
-	if err := os.MkdirAll(filepath.Dir(p.cfg.LogPath), 0o755); err != nil {
-		p.mu.Unlock()
-		return fmt.Errorf("%s: log directory: %w", p.cfg.Name, err)
-	}
-	logFile, err := os.OpenFile(p.cfg.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	done, err := p.launch()
 	if err != nil {
-		p.mu.Unlock()
-		return fmt.Errorf("%s: log file: %w", p.cfg.Name, err)
-	}
-	p.starts++
-	fmt.Fprintf(logFile, "=== demo: start %d of %s at %s\n", p.starts, p.cfg.Name, time.Now().Format(time.RFC3339Nano))
-
-	cmd := exec.Command(p.cfg.Path, p.cfg.Args...)
-	cmd.Dir = p.cfg.Dir
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.Env = p.environ()
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		p.mu.Unlock()
 		return fmt.Errorf("%s: %w", p.cfg.Name, err)
 	}
-	logFile.Close() // the child has its own copy
-	done := make(chan struct{})
-	p.cmd, p.done = cmd, done
-	p.mu.Unlock()
-
-	go func() {
-		err := cmd.Wait()
-		p.mu.Lock()
-		p.waitErr = err
-		p.mu.Unlock()
-		close(done)
-	}()
-
 	if p.cfg.Ready == nil {
 		return nil
 	}
@@ -141,6 +119,57 @@ func (p *Process) Start(ctx context.Context) error {
 		return fmt.Errorf("%s: %w\n%s", p.cfg.Name, err, p.LogTail(20))
 	}
 	return nil
+}
+
+// launch starts a run of the process unless one is under way, and returns
+// the channel closed once it has been waited for.
+func (p *Process) launch() (<-chan struct{}, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.done:
+	default:
+		return nil, errRunning
+	}
+	if err := os.MkdirAll(filepath.Dir(p.cfg.LogPath), 0o755); err != nil {
+		return nil, fmt.Errorf("log directory: %w", err)
+	}
+	logFile, err := os.OpenFile(p.cfg.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	defer logFile.Close() // the child has its own copy
+	p.starts++
+	if p.cfg.Supervisor != "" {
+		fmt.Fprintf(logFile, "=== %s: start %d of %s at %s\n", p.cfg.Supervisor, p.starts, p.cfg.Name, time.Now().Format(time.RFC3339Nano))
+	}
+	cmd := exec.Command(p.cfg.Path, p.cfg.Args...)
+	cmd.Dir = p.cfg.Dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if p.cfg.Stdout != nil {
+		cmd.Stdout = p.cfg.Stdout
+	}
+	cmd.Env = p.environ()
+	cmd.SysProcAttr = sysProcAttr()
+	var stdin io.Closer
+	if p.cfg.HoldStdin {
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	p.cmd, p.done, p.stdin = cmd, done, stdin
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		close(done)
+	}()
+	return done, nil
 }
 
 func (p *Process) environ() []string {
@@ -174,10 +203,10 @@ func (p *Process) waitReady(ctx context.Context, done <-chan struct{}) error {
 		select {
 		case <-done:
 			t.Stop()
-			return fmt.Errorf("%w before it was ready: %v", ErrExited, p.exitErr())
+			return fmt.Errorf("%w before it was ready: %v", errExited, p.exitErr())
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w: %w (last probe: %v)", ErrNotReady, ctx.Err(), last)
+			return fmt.Errorf("%w: %w (last probe: %v)", errNotReady, ctx.Err(), last)
 		case <-t.C:
 		}
 		interval = min(interval*2, 250*time.Millisecond)
@@ -228,7 +257,7 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	p.mu.Unlock()
 	select {
 	case <-done:
-		return fmt.Errorf("%s: %w", p.cfg.Name, ErrExited)
+		return fmt.Errorf("%s: %w", p.cfg.Name, errExited)
 	default:
 	}
 	return cmd.Process.Signal(sig)
@@ -258,14 +287,14 @@ func (p *Process) Kill() {
 // DefaultStopTimeout) for it to exit; then it kills the whole group. It
 // returns nil only if the process exited by itself with status 0 and left
 // no process of its group behind; otherwise an error matching
-// ErrStopTimeout, ErrLeftBehind or describing the exit status. Stopping a
+// ErrStopTimeout, errLeftBehind or describing the exit status. Stopping a
 // process that is not running returns nil.
 func (p *Process) Stop(timeout time.Duration) error {
 	if timeout == 0 {
 		timeout = DefaultStopTimeout
 	}
 	p.mu.Lock()
-	cmd, done := p.cmd, p.done
+	cmd, done, stdin := p.cmd, p.done, p.stdin
 	p.mu.Unlock()
 	if cmd == nil {
 		return nil
@@ -281,6 +310,9 @@ func (p *Process) Stop(timeout time.Duration) error {
 		sig = syscall.SIGTERM
 	}
 	_ = cmd.Process.Signal(sig)
+	if stdin != nil {
+		_ = stdin.Close()
+	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	var errs []error
@@ -306,12 +338,12 @@ func (p *Process) Stop(timeout time.Duration) error {
 func (p *Process) reapGroup(pgid int) error {
 	deadline := time.Now().Add(2 * time.Second)
 	for interval := 5 * time.Millisecond; ; interval = min(interval*2, 100*time.Millisecond) {
-		if !GroupAlive(pgid) {
+		if !groupAlive(pgid) {
 			return nil
 		}
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			return fmt.Errorf("%s: %w in its process group (killed)", p.cfg.Name, ErrLeftBehind)
+			return fmt.Errorf("%s: %w in its process group (killed)", p.cfg.Name, errLeftBehind)
 		}
 		time.Sleep(interval) // polling the kernel: there is no event to wait on
 	}
