@@ -833,3 +833,85 @@ func median(v []int64) int64 {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// WriteTable writes b as readable tables: the idle phase, the client
+// steps, the proxies' counts and what was left after the load.
+func (b BrokerResult) WriteTable(w io.Writer) {
+	t := newTable(w)
+	if b.Idle != nil {
+		b.Idle.writeTable(t, b.URL)
+	}
+	t.title(fmt.Sprintf("broker %s: %d proxies (NAT %s; types %s), clients NAT %s, %.0fs steps",
+		b.URL, b.Proxies, b.ProxyNAT, b.ProxyTypes, b.ClientNAT, b.StepSeconds))
+	t.line("clients", "offers", "matches", "matches/s", "denials", "timeouts", "errors", "p50 ms", "p90 ms", "p99 ms", "broker RSS", "broker CPU", "CPU µs/match")
+	for _, s := range b.Steps {
+		t.line(s.Clients, s.Offers, s.Matches, fmt.Sprintf("%.0f", s.MatchesPerSec), s.Denials, s.Timeouts, s.Errors,
+			fmt.Sprintf("%.2f", s.Latency.P50Ms), fmt.Sprintf("%.2f", s.Latency.P90Ms), fmt.Sprintf("%.2f", s.Latency.P99Ms),
+			mibOrDash(s.BrokerRSSBytes), cpuOrDash(s.BrokerCPUPercent), microsOrDash(s.BrokerCPUPerMatchMicros))
+	}
+	p := b.Proxy
+	t.flush()
+	fmt.Fprintf(w, "proxies: %d polls, %d matched, %d no match, %d relay pattern rejected, %d errors; answers: %d success, %d client gone, %d errors\n",
+		p.Polls, p.Matches, p.NoMatch, p.RelayPatternRejected, p.Errors, p.AnswersSuccess, p.AnswersClientGone, p.AnswerErrors)
+	for _, l := range b.Leftovers {
+		if l.Error != "" {
+			fmt.Fprintf(w, "after the load, %s: %s\n", l.URL, l.Error)
+			continue
+		}
+		fmt.Fprintf(w, "after the load, %s: %.0f waiting polls, %.0f goroutines\n", l.URL, l.WaitingPolls, l.Goroutines)
+	}
+	writeErrors(w, b.ErrorSamples)
+}
+
+// writeTable writes the idle phase of the broker at url.
+func (idle *IdleResult) writeTable(t *table, url string) {
+	arrival := "in batches"
+	if idle.Burst {
+		arrival = "arriving at once"
+	}
+	t.title(fmt.Sprintf("broker %s: memory per waiting proxy poll, %s (baseline RSS %s)", url, arrival, mibOrDash(idle.BaselineRSSBytes)))
+	window := idle.WindowSeconds > 0 // the largest sample too
+	head := []any{"polls", "waiting", "broker RSS", "per poll"}
+	if window {
+		head = append(head, "max RSS", "max per poll")
+	}
+	t.line(head...)
+	for _, s := range idle.Steps {
+		cells := []any{s.Polls, s.Waiting, mibOrDash(s.RSSBytes), kib(s.BytesPerPoll)}
+		if window {
+			cells = append(cells, mibOrDash(s.MaxRSSBytes), kib(s.MaxBytesPerPoll))
+		}
+		t.line(cells...)
+	}
+}
+
+// plots returns the charts b has data for: latency and matches against
+// load and, given the broker's PID, memory against waiting polls.
+func (b BrokerResult) plots() []plot {
+	var out []plot
+	if len(b.Steps) > 0 {
+		var p50, p90, p99, rate series
+		p50.name, p90.name, p99.name, rate.name = "p50", "p90", "p99", "matches/s"
+		for _, s := range b.Steps {
+			x := float64(s.Clients)
+			rate.points = append(rate.points, [2]float64{x, s.MatchesPerSec})
+			if s.Latency.Count == 0 {
+				continue // no match, no latency: leave a gap rather than a zero
+			}
+			p50.points = append(p50.points, [2]float64{x, s.Latency.P50Ms})
+			p90.points = append(p90.points, [2]float64{x, s.Latency.P90Ms})
+			p99.points = append(p99.points, [2]float64{x, s.Latency.P99Ms})
+		}
+		out = append(out,
+			plot{title: fmt.Sprintf("Broker client latency against load (%d proxies)", b.Proxies), xLabel: "concurrent clients", yLabel: "latency (ms)", series: []series{p50, p90, p99}},
+			plot{title: fmt.Sprintf("Broker matches per second (%d proxies)", b.Proxies), xLabel: "concurrent clients", yLabel: "matches/s", series: []series{rate}})
+	}
+	if b.Idle != nil && b.Idle.BaselineRSSBytes > 0 && len(b.Idle.Steps) > 0 {
+		s := series{name: "broker RSS", points: [][2]float64{{0, float64(b.Idle.BaselineRSSBytes) / (1 << 20)}}}
+		for _, st := range b.Idle.Steps {
+			s.points = append(s.points, [2]float64{float64(st.Waiting), float64(st.RSSBytes) / (1 << 20)})
+		}
+		out = append(out, plot{title: "Broker memory against waiting proxy polls", xLabel: "waiting polls", yLabel: "RSS (MiB)", series: []series{s}})
+	}
+	return out
+}

@@ -339,3 +339,15 @@ func chainEcho(ctx context.Context, sd *socksDialer, target string, n int64, tot
 	}
 	return cr.first, nil
 }
+
+// WriteTable writes c as a readable table.
+func (c ChainResult) WriteTable(w io.Writer) {
+	t := newTable(w)
+	t.title(fmt.Sprintf("chain via SOCKS5 %s to %s (%s)", c.SOCKS, c.Target, c.Mode))
+	t.line("requests", "ok", "errors", "MB", "seconds", "MB/s", "TTFB p50 ms", "TTFB p90 ms", "TTFB p99 ms", "total p50 ms")
+	t.line(c.Requests, c.OK, c.Errors, fmt.Sprintf("%.1f", float64(c.Bytes)/1e6), fmt.Sprintf("%.1f", c.ElapsedSeconds),
+		fmt.Sprintf("%.2f", c.MBPerSec), fmt.Sprintf("%.1f", c.TTFB.P50Ms), fmt.Sprintf("%.1f", c.TTFB.P90Ms),
+		fmt.Sprintf("%.1f", c.TTFB.P99Ms), fmt.Sprintf("%.1f", c.Total.P50Ms))
+	t.flush()
+	writeErrors(w, c.ErrorSamples)
+}

@@ -609,3 +609,41 @@ func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (Through
 	}
 	return res, nil
 }
+
+// WriteTable writes ri as a readable table.
+func (ri RelayIdleResult) WriteTable(w io.Writer) {
+	t := newTable(w)
+	t.title(fmt.Sprintf("relay %s: memory per idle carrier (baseline RSS %s)", ri.URL, mibOrDash(ri.BaselineRSSBytes)))
+	t.line("carriers", "open", "relay RSS", "per carrier", "dial s")
+	for _, s := range ri.Steps {
+		t.line(s.Carriers, s.Open, mibOrDash(s.RSSBytes), kib(s.BytesPerCarrier), fmt.Sprintf("%.1f", s.DialSeconds))
+	}
+	t.flush()
+	fmt.Fprintf(w, "dial errors: %d, closed by relay: %d\n", ri.DialErrors, ri.ClosedByRelay)
+	writeErrors(w, ri.ErrorSamples)
+}
+
+// plots returns the chart of memory against idle carriers, given the
+// relay's PID.
+func (ri RelayIdleResult) plots() []plot {
+	if ri.BaselineRSSBytes <= 0 || len(ri.Steps) == 0 {
+		return nil
+	}
+	s := series{name: "relay RSS", points: [][2]float64{{0, float64(ri.BaselineRSSBytes) / (1 << 20)}}}
+	for _, st := range ri.Steps {
+		s.points = append(s.points, [2]float64{float64(st.Open), float64(st.RSSBytes) / (1 << 20)})
+	}
+	return []plot{{title: "Relay memory against idle carriers", xLabel: "open carriers", yLabel: "RSS (MiB)", series: []series{s}}}
+}
+
+// WriteTable writes t as a readable table.
+func (tp ThroughputResult) WriteTable(w io.Writer) {
+	t := newTable(w)
+	t.title(fmt.Sprintf("relay %s: throughput (%s)", tp.URL, tp.Mode))
+	t.line("carriers", "streams", "seconds", "MB received", "MB/s", "TTFB p50 ms", "TTFB p99 ms", "errors", "relay RSS", "relay CPU")
+	t.line(tp.Carriers, tp.StreamsConnected, fmt.Sprintf("%.1f", tp.ElapsedSeconds), fmt.Sprintf("%.1f", float64(tp.BytesReceived)/1e6),
+		fmt.Sprintf("%.2f", tp.MBPerSec), fmt.Sprintf("%.1f", tp.TTFB.P50Ms), fmt.Sprintf("%.1f", tp.TTFB.P99Ms), tp.StreamErrors,
+		mibOrDash(tp.RelayRSSBytes), cpuOrDash(tp.RelayCPUPercent))
+	t.flush()
+	writeErrors(w, tp.ErrorSamples)
+}

@@ -153,3 +153,20 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 	}
 	return res, nil
 }
+
+// WriteTable writes rs as a readable table.
+func (rs RelaySessionsResult) WriteTable(w io.Writer) {
+	kind := "idle (no stream)"
+	if rs.Active {
+		kind = "active (one open stream)"
+	}
+	t := newTable(w)
+	t.title(fmt.Sprintf("relay %s: memory per %s session (baseline RSS %s)", rs.URL, kind, mibOrDash(rs.BaselineRSSBytes)))
+	t.line("sessions", "open", "relay RSS", "per session", "relay CPU", "open s")
+	for _, s := range rs.Steps {
+		t.line(s.Sessions, s.Open, mibOrDash(s.RSSBytes), kib(s.BytesPerSession), cpuOrDash(s.CPUPercent), fmt.Sprintf("%.1f", s.OpenSeconds))
+	}
+	t.flush()
+	fmt.Fprintf(w, "errors: %d\n", rs.Errors)
+	writeErrors(w, rs.ErrorSamples)
+}

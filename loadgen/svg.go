@@ -34,36 +34,11 @@ const (
 // plots returns the charts r has data for.
 func (r Result) plots() []plot {
 	var out []plot
-	if b := r.Broker; b != nil && len(b.Steps) > 0 {
-		var p50, p90, p99, rate series
-		p50.name, p90.name, p99.name, rate.name = "p50", "p90", "p99", "matches/s"
-		for _, s := range b.Steps {
-			x := float64(s.Clients)
-			rate.points = append(rate.points, [2]float64{x, s.MatchesPerSec})
-			if s.Latency.Count == 0 {
-				continue // no match, no latency: leave a gap rather than a zero
-			}
-			p50.points = append(p50.points, [2]float64{x, s.Latency.P50Ms})
-			p90.points = append(p90.points, [2]float64{x, s.Latency.P90Ms})
-			p99.points = append(p99.points, [2]float64{x, s.Latency.P99Ms})
-		}
-		out = append(out,
-			plot{title: fmt.Sprintf("Broker client latency against load (%d proxies)", b.Proxies), xLabel: "concurrent clients", yLabel: "latency (ms)", series: []series{p50, p90, p99}},
-			plot{title: fmt.Sprintf("Broker matches per second (%d proxies)", b.Proxies), xLabel: "concurrent clients", yLabel: "matches/s", series: []series{rate}})
+	if r.Broker != nil {
+		out = append(out, r.Broker.plots()...)
 	}
-	if b := r.Broker; b != nil && b.Idle != nil && b.Idle.BaselineRSSBytes > 0 && len(b.Idle.Steps) > 0 {
-		s := series{name: "broker RSS", points: [][2]float64{{0, float64(b.Idle.BaselineRSSBytes) / (1 << 20)}}}
-		for _, st := range b.Idle.Steps {
-			s.points = append(s.points, [2]float64{float64(st.Waiting), float64(st.RSSBytes) / (1 << 20)})
-		}
-		out = append(out, plot{title: "Broker memory against waiting proxy polls", xLabel: "waiting polls", yLabel: "RSS (MiB)", series: []series{s}})
-	}
-	if ri := r.RelayIdle; ri != nil && ri.BaselineRSSBytes > 0 && len(ri.Steps) > 0 {
-		s := series{name: "relay RSS", points: [][2]float64{{0, float64(ri.BaselineRSSBytes) / (1 << 20)}}}
-		for _, st := range ri.Steps {
-			s.points = append(s.points, [2]float64{float64(st.Open), float64(st.RSSBytes) / (1 << 20)})
-		}
-		out = append(out, plot{title: "Relay memory against idle carriers", xLabel: "open carriers", yLabel: "RSS (MiB)", series: []series{s}})
+	if r.RelayIdle != nil {
+		out = append(out, r.RelayIdle.plots()...)
 	}
 	return out
 }
@@ -74,8 +49,10 @@ func (r Result) HasPlots() bool { return len(r.plots()) > 0 }
 // WriteSVG draws r's charts (latency and matches against load, memory
 // against connections) stacked in one standalone SVG document. It needs no
 // library: the SVG is written by hand.
-func (r Result) WriteSVG(w io.Writer) error {
-	plots := r.plots()
+func (r Result) WriteSVG(w io.Writer) error { return writeSVG(w, r.plots()) }
+
+// writeSVG draws plots stacked in one standalone SVG document.
+func writeSVG(w io.Writer, plots []plot) error {
 	bw := bufio.NewWriter(w)
 	height := max(len(plots), 1) * plotH
 	fmt.Fprintf(bw, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")

@@ -127,7 +127,7 @@ func TestParseProcIO(t *testing.T) {
 	}
 }
 
-func TestUsersConfigChecks(t *testing.T) {
+func TestRelayUsersConfigChecks(t *testing.T) {
 	im := Implementation{Name: "a", Server: "/bin/true"}
 	for _, cfg := range []RelayUsersConfig{
 		{Dir: t.TempDir()},
@@ -141,6 +141,10 @@ func TestUsersConfigChecks(t *testing.T) {
 			t.Errorf("%+v: err = %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
+}
+
+func TestProxyUsersConfigChecks(t *testing.T) {
+	im := Implementation{Name: "a", Server: "/bin/true"}
 	for _, cfg := range []ProxyUsersConfig{
 		{Dir: t.TempDir()},
 		{Implementations: []Implementation{im}},
