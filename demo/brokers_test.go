@@ -10,7 +10,7 @@ import (
 
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
-	"github.com/flurrypt/flurry/loadgen"
+	"github.com/flurrypt/flurry/loadgen/brokerload"
 )
 
 // needClusterTools stops the test through testenv unless Debian's
@@ -82,7 +82,7 @@ func TestBrokersLoadBrokerKilled(t *testing.T) {
 		case <-ctx.Done():
 		}
 	}()
-	res, err := loadgen.RunBroker(ctx, loadgen.BrokerConfig{URL: c.BrokerURL, Proxies: 300, Clients: []int{30}, StepDuration: step,
+	res, err := brokerload.RunBroker(ctx, brokerload.BrokerConfig{URL: c.BrokerURL, Proxies: 300, Clients: []int{30}, StepDuration: step,
 		CheckURLs: []string{metrics(0), metrics(2)}})
 	<-killed
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/internal/testkit/stuntest"
-	"github.com/flurrypt/flurry/loadgen"
+	"github.com/flurrypt/flurry/loadgen/procstat"
 )
 
 // chainFileSize is what every chain downloads.
@@ -98,7 +98,7 @@ func cpuTimes(t *testing.T, c *Chain) map[string]time.Duration {
 	t.Helper()
 	out := map[string]time.Duration{}
 	for role, p := range map[string]*childproc.Process{"client": c.Client, "proxy": c.Proxies[0], "relay": c.Relay, "broker": c.Broker} {
-		s, err := loadgen.ReadProc(p.PID())
+		s, err := procstat.ReadProc(p.PID())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,14 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/loadgen"
+	"github.com/flurrypt/flurry/loadgen/chainload"
+	"github.com/flurrypt/flurry/loadgen/chainproc"
+	"github.com/flurrypt/flurry/loadgen/manyusers"
+	"github.com/flurrypt/flurry/loadgen/relayload"
 )
 
 // implementations names both implementations' binaries as flurry-loadgen's
 // side-by-side runs take them: Snowflake's first, so that ratios are to it.
-func implementations(t *testing.T) []loadgen.Implementation {
+func implementations(t *testing.T) []chainproc.Implementation {
 	fl, sf := binaries(t)
-	return []loadgen.Implementation{
+	return []chainproc.Implementation{
 		{Name: "snowflake", Broker: sf.Broker, Proxy: sf.Proxy, Client: sf.Client, Server: sf.Server},
 		{Name: "flurry", Broker: fl.Broker, Proxy: fl.Proxy, Client: fl.Client, Server: fl.Relay},
 	}
@@ -27,10 +30,10 @@ func TestRelayUsers(t *testing.T) {
 	ims := implementations(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := loadgen.RunRelayUsers(ctx, loadgen.RelayUsersConfig{
+	res, err := relayload.RunRelayUsers(ctx, relayload.RelayUsersConfig{
 		Implementations: ims, Sessions: []int{10}, Rounds: 1, Dir: t.TempDir(),
 		Duration: 2 * time.Second, WarmUp: 500 * time.Millisecond, StartTimeout: time.Minute,
-		Mix: loadgen.UserMix{BulkShare: 0.3, Think: 100 * time.Millisecond},
+		Mix: manyusers.UserMix{BulkShare: 0.3, Think: 100 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatalf("RunRelayUsers: %v (%+v)", err, res)
@@ -53,17 +56,17 @@ func TestProxyUsers(t *testing.T) {
 	ims := implementations(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	res, err := loadgen.RunProxyUsers(ctx, loadgen.ProxyUsersConfig{
+	res, err := chainload.RunProxyUsers(ctx, chainload.ProxyUsersConfig{
 		Implementations: ims, Users: []int{2}, Rounds: 1, Dir: filepath.Join(t.TempDir(), "chains"),
 		Duration: 2 * time.Second, WarmUp: 500 * time.Millisecond, StartTimeout: 2 * time.Minute,
-		Mix: loadgen.UserMix{BulkShare: 0.5, Think: 100 * time.Millisecond},
+		Mix: manyusers.UserMix{BulkShare: 0.5, Think: 100 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatalf("RunProxyUsers: %v (%+v)", err, res)
 	}
 	for _, r := range res.Runs {
 		t.Logf("%s: %d users, %.1f MB/s, proxy %.2f ms CPU per MB, RSS %.1f MiB",
-			r.Implementation, r.Users, r.MBPerSec, r.CPUMsPerMB[loadgen.RoleProxy], float64(r.ProxyRSS)/(1<<20))
+			r.Implementation, r.Users, r.MBPerSec, r.CPUMsPerMB[chainproc.RoleProxy], float64(r.ProxyRSS)/(1<<20))
 		if r.Started != r.Users || r.FailedUsers != 0 || r.MB <= 0 || r.ProxyRSS <= 0 {
 			t.Errorf("%s: %+v (errors %v)", r.Implementation, r, r.ErrorSamples)
 		}

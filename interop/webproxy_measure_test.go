@@ -18,7 +18,7 @@ import (
 
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/browsertest"
-	"github.com/flurrypt/flurry/loadgen"
+	"github.com/flurrypt/flurry/loadgen/procstat"
 )
 
 // envSnowflakeWebext names a directory holding snowflake-webext's source
@@ -108,7 +108,7 @@ func browserCPU(t *testing.T, root int) time.Duration {
 	t.Helper()
 	var sum time.Duration
 	for _, pid := range browserProcesses(t, root) {
-		if s, err := loadgen.ReadProc(pid); err == nil {
+		if s, err := procstat.ReadProc(pid); err == nil {
 			sum += s.CPU
 		}
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/childproc"
-	"github.com/flurrypt/flurry/loadgen"
+	"github.com/flurrypt/flurry/loadgen/procstat"
 )
 
 func main() {
@@ -132,6 +132,6 @@ func demonstrate(ctx context.Context, show demo.Show, cfg demo.Config, o *option
 
 // cpuTime is the CPU time process pid has used so far (Linux /proc).
 func cpuTime(pid int) (time.Duration, error) {
-	s, err := loadgen.ReadProc(pid)
+	s, err := procstat.ReadProc(pid)
 	return s.CPU, err
 }

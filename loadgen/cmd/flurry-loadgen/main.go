@@ -19,7 +19,14 @@ import (
 
 	"github.com/flurrypt/flurry/common/version"
 	"github.com/flurrypt/flurry/internal/commalist"
-	"github.com/flurrypt/flurry/loadgen"
+	"github.com/flurrypt/flurry/loadgen/brokerload"
+	"github.com/flurrypt/flurry/loadgen/chainload"
+	"github.com/flurrypt/flurry/loadgen/internal/brokerwire"
+	"github.com/flurrypt/flurry/loadgen/internal/measure"
+	"github.com/flurrypt/flurry/loadgen/internal/tcptarget"
+	"github.com/flurrypt/flurry/loadgen/internal/wscarrier"
+	"github.com/flurrypt/flurry/loadgen/relayload"
+	"github.com/flurrypt/flurry/loadgen/report"
 )
 
 const usage = `usage: flurry-loadgen <mode> [flags]
@@ -69,7 +76,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.allowNonLoopback, "allow-non-loopback", false, "allow targets that are not loopback addresses (only for a test system you run)")
 	fs.BoolVar(&c.insecure, "insecure", false, "skip TLS certificate verification (self-signed test servers)")
 	fs.DurationVar(&c.maxTime, "max-time", 30*time.Minute, "hard limit on the whole run")
-	fs.DurationVar(&c.progressInterval, "progress-interval", loadgen.DefaultProgressInterval, "time between progress lines")
+	fs.DurationVar(&c.progressInterval, "progress-interval", measure.DefaultProgressInterval, "time between progress lines")
 }
 
 // intList is a comma-separated list of integers.
@@ -99,12 +106,12 @@ func (l *intList) Set(s string) error {
 	return nil
 }
 
-// mixFlag is a loadgen.Mix flag.
-type mixFlag struct{ m loadgen.Mix }
+// mixFlag is a brokerload.Mix flag.
+type mixFlag struct{ m brokerload.Mix }
 
 func (f *mixFlag) String() string { return f.m.String() }
 func (f *mixFlag) Set(s string) error {
-	m, err := loadgen.ParseMix(s)
+	m, err := brokerload.ParseMix(s)
 	f.m = m
 	return err
 }
@@ -176,7 +183,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.quiet {
 		progress = nil
 	}
-	res := loadgen.NewResult(mode)
+	res := report.NewResult(mode)
 	err := runFn(ctx, &res, progress)
 	if err != nil {
 		res.Error = err.Error()
@@ -187,17 +194,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if res.SideBySide != nil {
-		if werr := loadgen.WriteSideBySideTable(stdout, *res.SideBySide); werr != nil && err == nil {
+		if werr := chainload.WriteSideBySideTable(stdout, *res.SideBySide); werr != nil && err == nil {
 			err = werr
 		}
 	}
 	if res.RelayUsers != nil {
-		if werr := loadgen.WriteRelayUsersTable(stdout, *res.RelayUsers); werr != nil && err == nil {
+		if werr := relayload.WriteRelayUsersTable(stdout, *res.RelayUsers); werr != nil && err == nil {
 			err = werr
 		}
 	}
 	if res.ProxyUsers != nil {
-		if werr := loadgen.WriteProxyUsersTable(stdout, *res.ProxyUsers); werr != nil && err == nil {
+		if werr := chainload.WriteProxyUsersTable(stdout, *res.ProxyUsers); werr != nil && err == nil {
 			err = werr
 		}
 	}
@@ -215,7 +222,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "flurry-loadgen %s: %v\n", mode, err)
-		if errors.Is(err, loadgen.ErrInvalidConfig) || errors.Is(err, loadgen.ErrNotLoopback) {
+		if errors.Is(err, measure.ErrInvalidConfig) || errors.Is(err, measure.ErrNotLoopback) {
 			return 2
 		}
 		return 1
@@ -235,29 +242,29 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return f.Close()
 }
 
-func brokerFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Result, io.Writer) error {
+func brokerFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.Result, io.Writer) error {
 	var (
-		cfg                           loadgen.BrokerConfig
-		clients                       = intList{loadgen.DefaultBrokerClients}
+		cfg                           brokerload.BrokerConfig
+		clients                       = intList{brokerload.DefaultBrokerClients}
 		idle                          intList
 		proxyNAT, proxyTypes, cliNATs = mixFlag{}, mixFlag{}, mixFlag{}
 	)
-	proxyNAT.m, _ = loadgen.ParseMix(loadgen.DefaultProxyNATMix)
-	proxyTypes.m, _ = loadgen.ParseMix(loadgen.DefaultProxyTypeMix)
-	cliNATs.m, _ = loadgen.ParseMix(loadgen.DefaultClientNATMix)
+	proxyNAT.m, _ = brokerload.ParseMix(brokerload.DefaultProxyNATMix)
+	proxyTypes.m, _ = brokerload.ParseMix(brokerload.DefaultProxyTypeMix)
+	cliNATs.m, _ = brokerload.ParseMix(brokerload.DefaultClientNATMix)
 	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "broker base URL")
 	fs.Func("check-urls", "comma-separated Prometheus URLs of brokers (e.g. each instance behind -url) whose waiting polls and goroutines are reported once the load has stopped", func(v string) error {
 		cfg.CheckURLs = commalist.Split(v)
 		return nil
 	})
 	fs.StringVar(&cfg.ClientURL, "client-url", "", "send the clients' offers here instead of -url (another instance of a broker cluster: every match crosses instances)")
-	fs.IntVar(&cfg.Proxies, "proxies", loadgen.DefaultBrokerProxies, "simulated proxies polling during the client steps")
+	fs.IntVar(&cfg.Proxies, "proxies", brokerload.DefaultBrokerProxies, "simulated proxies polling during the client steps")
 	fs.Var(&clients, "clients", "client concurrency of each step, comma-separated (e.g. 1,10,50)")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "total offers per second per step (0: back to back)")
-	fs.DurationVar(&cfg.StepDuration, "duration", loadgen.DefaultStepDuration, "duration of each client step")
+	fs.DurationVar(&cfg.StepDuration, "duration", brokerload.DefaultStepDuration, "duration of each client step")
 	fs.Var(&idle, "idle-polls", "idle phase first: hold this many proxy polls at once, comma-separated steps (e.g. 1000,5000); needs -pid")
 	fs.BoolVar(&cfg.IdleBurst, "idle-burst", false, "start each idle step's new polls all at once (default: in batches of 250)")
-	fs.DurationVar(&cfg.IdleSettle, "idle-settle", loadgen.DefaultIdleSettle, "wait after each idle step's polls are waiting before sampling memory")
+	fs.DurationVar(&cfg.IdleSettle, "idle-settle", brokerload.DefaultIdleSettle, "wait after each idle step's polls are waiting before sampling memory")
 	fs.DurationVar(&cfg.IdleWindow, "idle-window", 0, "sample memory every 200ms for this long after -idle-settle and report the largest RSS too (e.g. 20s, two proxy holds: the steady state, waves of returning polls included); 0: five samples over a second")
 	fs.Var(&proxyNAT, "proxy-nat", "proxy NAT mix, value=weight,...")
 	fs.Var(&proxyTypes, "proxy-types", "proxy type mix, value=weight,...")
@@ -265,13 +272,13 @@ func brokerFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Res
 	fs.StringVar(&cfg.RelayPattern, "relay-pattern", "", `AcceptedRelayPattern the proxies send: "" accepts every relay; else the broker's -allowed-relay-pattern or a superset`)
 	fs.StringVar(&cfg.Fingerprint, "fingerprint", "", "bridge fingerprint the clients ask for (default Snowflake's default bridge)")
 	fs.IntVar(&cfg.PID, "pid", 0, "the broker's process ID, for RSS and CPU (Linux /proc)")
-	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", loadgen.DefaultRequestTimeout, "bound on every HTTP request")
-	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", brokerwire.DefaultRequestTimeout, "bound on every HTTP request")
+	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
 		cfg.Clients, cfg.IdlePolls = clients, idle
 		cfg.ProxyNAT, cfg.ProxyTypes, cfg.ClientNAT = proxyNAT.m, proxyTypes.m, cliNATs.m
 		cfg.Insecure, cfg.AllowNonLoopback = c.insecure, c.allowNonLoopback
 		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
-		b, err := loadgen.RunBroker(ctx, cfg)
+		b, err := brokerload.RunBroker(ctx, cfg)
 		if b.URL != "" {
 			res.Broker = &b
 		}
@@ -279,12 +286,12 @@ func brokerFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Res
 	}
 }
 
-func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Context, *loadgen.Result, io.Writer) error {
+func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Context, *report.Result, io.Writer) error {
 	var (
-		idle         loadgen.RelayIdleConfig
-		tp           loadgen.RelayThroughputConfig
-		carriers     = intList{loadgen.DefaultIdleCarriers}
-		sess         loadgen.RelaySessionsConfig
+		idle         relayload.RelayIdleConfig
+		tp           relayload.RelayThroughputConfig
+		carriers     = intList{relayload.DefaultIdleCarriers}
+		sess         relayload.RelaySessionsConfig
 		sessions     intList
 		url          string
 		pid          int
@@ -296,9 +303,9 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 	fs.IntVar(&pid, "pid", 0, "the relay's process ID, for memory and CPU (Linux /proc)")
 	fs.Var(&carriers, "carriers", "idle carriers to hold, comma-separated ascending steps (e.g. 1000,5000,10000)")
 	fs.BoolVar(&skipIdle, "no-idle", false, "skip the idle-carrier phase")
-	fs.DurationVar(&idle.Settle, "settle", loadgen.DefaultCarrierSettle, "wait after each idle step before sampling memory")
+	fs.DurationVar(&idle.Settle, "settle", relayload.DefaultCarrierSettle, "wait after each idle step before sampling memory")
 	fs.DurationVar(&idle.KeepAlive, "keepalive", 0, "send a padding chunk on idle carriers this often (0: truly idle; the relay may close them after its idle timeout)")
-	idle.SourcePrefix = loadgen.DefaultSourcePrefix
+	idle.SourcePrefix = wscarrier.DefaultSourcePrefix
 	fs.Func("source-prefix", "IPv4 prefix idle carriers take their source addresses from in turn when the relay's address is inside it (default 127.0.0.0/8; \"none\": the system's choice)", func(s string) error {
 		if s == "none" {
 			idle.SourcePrefix = netip.Prefix{}
@@ -308,22 +315,22 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 		idle.SourcePrefix = p
 		return err
 	})
-	fs.IntVar(&idle.DialConcurrency, "dial-concurrency", loadgen.DefaultDialConcurrency, "concurrent WebSocket handshakes")
+	fs.IntVar(&idle.DialConcurrency, "dial-concurrency", wscarrier.DefaultDialConcurrency, "concurrent WebSocket handshakes")
 	fs.Var(&sessions, "sessions", "after the idle carriers: turbotunnel sessions to hold (carrier, KCP and smux each, the relay's target must echo), comma-separated ascending steps (e.g. 1000,10000); default none")
 	fs.BoolVar(&sess.Active, "active-sessions", false, "with -sessions: keep one stream per session open (default: one byte echoed on a stream that is then closed)")
-	fs.IntVar(&tp.Carriers, "throughput-carriers", loadgen.DefaultThroughputCarriers, "carriers (KCP+smux sessions) for the throughput run; 0 skips it")
+	fs.IntVar(&tp.Carriers, "throughput-carriers", relayload.DefaultThroughputCarriers, "carriers (KCP+smux sessions) for the throughput run; 0 skips it")
 	fs.IntVar(&tp.Streams, "streams", 1, "smux streams per throughput carrier")
-	fs.DurationVar(&tp.Duration, "duration", loadgen.DefaultThroughputDuration, "measured duration of the throughput run")
-	fs.StringVar(&tp.Mode, "mode", loadgen.ModeEcho, "throughput mode: echo (relay's target echoes) or download (target is a source)")
+	fs.DurationVar(&tp.Duration, "duration", relayload.DefaultThroughputDuration, "measured duration of the throughput run")
+	fs.StringVar(&tp.Mode, "mode", relayload.ModeEcho, "throughput mode: echo (relay's target echoes) or download (target is a source)")
 	fs.StringVar(&serveTarget, "serve-target", "", "start an echo (or, with -mode download, source) target on this loopback address for the relay's -forward")
-	fs.DurationVar(&handshakeMax, "handshake-timeout", loadgen.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
-	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+	fs.DurationVar(&handshakeMax, "handshake-timeout", wscarrier.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
+	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
 		if serveTarget != "" {
-			mode := loadgen.TargetEcho
-			if tp.Mode == loadgen.ModeDownload {
-				mode = loadgen.TargetSource
+			mode := tcptarget.TargetEcho
+			if tp.Mode == relayload.ModeDownload {
+				mode = tcptarget.TargetSource
 			}
-			t, err := loadgen.StartTarget(loadgen.TargetConfig{Addr: serveTarget, Mode: mode, AllowNonLoopback: c.allowNonLoopback})
+			t, err := tcptarget.StartTarget(tcptarget.TargetConfig{Addr: serveTarget, Mode: mode, AllowNonLoopback: c.allowNonLoopback})
 			if err != nil {
 				return err
 			}
@@ -338,7 +345,7 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 		idle.Insecure, idle.AllowNonLoopback = c.insecure, c.allowNonLoopback
 		idle.Progress, idle.ProgressInterval = progress, c.progressInterval
 		if !skipIdle && len(carriers) > 0 {
-			r, err := loadgen.RunRelayIdle(ctx, idle)
+			r, err := relayload.RunRelayIdle(ctx, idle)
 			if r.URL != "" {
 				res.RelayIdle = &r
 			}
@@ -348,7 +355,7 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 		}
 		if len(sessions) > 0 {
 			sess.RelayRun, sess.Sessions = idle.RelayRun, sessions
-			r, err := loadgen.RunRelaySessions(ctx, sess)
+			r, err := relayload.RunRelaySessions(ctx, sess)
 			if r.URL != "" {
 				res.RelaySessions = &r
 			}
@@ -360,7 +367,7 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 			tp.URL, tp.PID, tp.HandshakeTimeout = url, pid, handshakeMax
 			tp.Insecure, tp.AllowNonLoopback = c.insecure, c.allowNonLoopback
 			tp.Progress, tp.ProgressInterval = progress, c.progressInterval
-			r, err := loadgen.RunRelayThroughput(ctx, tp)
+			r, err := relayload.RunRelayThroughput(ctx, tp)
 			if r.URL != "" {
 				res.RelayThroughput = &r
 			}
@@ -370,8 +377,8 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) func(context.Cont
 	}
 }
 
-func chainFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Result, io.Writer) error {
-	var cfg loadgen.ChainConfig
+func chainFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.Result, io.Writer) error {
+	var cfg chainload.ChainConfig
 	fs.StringVar(&cfg.SOCKSAddr, "socks", "127.0.0.1:1080", "SOCKS5 proxy address (the chain's client)")
 	fs.StringVar(&cfg.SOCKSUsername, "socks-user", "", "SOCKS5 username (RFC 1929; tor passes bridge arguments this way)")
 	fs.StringVar(&cfg.SOCKSPassword, "socks-pass", "", "SOCKS5 password")
@@ -379,13 +386,13 @@ func chainFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Resu
 	fs.StringVar(&cfg.URL, "url", "", "http:// URL to GET through the proxy")
 	fs.StringVar(&cfg.Target, "target", "127.0.0.1:9000", "host:port the proxy connects to in read and echo modes")
 	fs.Int64Var(&cfg.Bytes, "bytes", 0, "bytes per request (read, echo: default 10 MiB; get: at most this much of each body, 0 = all)")
-	fs.IntVar(&cfg.Requests, "requests", loadgen.DefaultChainRequests, "total requests")
+	fs.IntVar(&cfg.Requests, "requests", chainload.DefaultChainRequests, "total requests")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 1, "requests at once")
-	fs.DurationVar(&cfg.RequestTimeout, "timeout", loadgen.DefaultChainRequestTimeout, "bound on each request")
-	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+	fs.DurationVar(&cfg.RequestTimeout, "timeout", chainload.DefaultChainRequestTimeout, "bound on each request")
+	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
 		cfg.AllowNonLoopback = c.allowNonLoopback
 		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
-		r, err := loadgen.RunChain(ctx, cfg)
+		r, err := chainload.RunChain(ctx, cfg)
 		if r.SOCKS != "" {
 			res.Chain = &r
 		}
@@ -393,17 +400,17 @@ func chainFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Resu
 	}
 }
 
-func targetFlags(fs *flag.FlagSet, c *common, stdout io.Writer) func(context.Context, *loadgen.Result, io.Writer) error {
+func targetFlags(fs *flag.FlagSet, c *common, stdout io.Writer) func(context.Context, *report.Result, io.Writer) error {
 	var (
-		cfg      loadgen.TargetConfig
+		cfg      tcptarget.TargetConfig
 		duration time.Duration
 	)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:9000", "listen address")
-	fs.StringVar(&cfg.Mode, "mode", loadgen.TargetEcho, "echo, sink, source or random (a fixed pseudo-random stream, for attack relay-sessions -honest-bytes)")
+	fs.StringVar(&cfg.Mode, "mode", tcptarget.TargetEcho, "echo, sink, source or random (a fixed pseudo-random stream, for attack relay-sessions -honest-bytes)")
 	fs.DurationVar(&duration, "duration", 10*time.Minute, "serve this long, then exit")
-	return func(ctx context.Context, _ *loadgen.Result, _ io.Writer) error {
+	return func(ctx context.Context, _ *report.Result, _ io.Writer) error {
 		cfg.AllowNonLoopback = c.allowNonLoopback
-		t, err := loadgen.StartTarget(cfg)
+		t, err := tcptarget.StartTarget(cfg)
 		if err != nil {
 			return err
 		}

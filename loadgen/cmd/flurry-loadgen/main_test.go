@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/flurrypt/flurry/broker"
-	"github.com/flurrypt/flurry/loadgen"
+	"github.com/flurrypt/flurry/loadgen/report"
 )
 
 func TestUsage(t *testing.T) {
@@ -83,7 +83,7 @@ func TestBrokerRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res loadgen.Result
+	var res report.Result
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatalf("JSON: %v", err)
 	}

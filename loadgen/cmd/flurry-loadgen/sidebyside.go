@@ -8,11 +8,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/flurrypt/flurry/loadgen"
+	"github.com/flurrypt/flurry/loadgen/chainload"
+	"github.com/flurrypt/flurry/loadgen/chainproc"
+	"github.com/flurrypt/flurry/loadgen/report"
 )
 
 // implFlag collects -impl NAME=PREFIX flags.
-type implFlag []loadgen.Implementation
+type implFlag []chainproc.Implementation
 
 func (f *implFlag) String() string {
 	names := make([]string, len(*f))
@@ -27,7 +29,7 @@ func (f *implFlag) Set(s string) error {
 	if !ok || name == "" || prefix == "" {
 		return fmt.Errorf("want NAME=PREFIX, got %q", s)
 	}
-	im, err := loadgen.ImplementationFromPrefix(name, prefix)
+	im, err := chainproc.ImplementationFromPrefix(name, prefix)
 	if err != nil {
 		return err
 	}
@@ -35,21 +37,21 @@ func (f *implFlag) Set(s string) error {
 	return nil
 }
 
-func sideBySideFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Result, io.Writer) error {
+func sideBySideFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.Result, io.Writer) error {
 	var (
-		cfg   loadgen.SideBySideConfig
+		cfg   chainload.SideBySideConfig
 		impls implFlag
 	)
 	fs.Var(&impls, "impl", "an implementation to measure, as NAME=PREFIX: the binaries PREFIXbroker, PREFIXproxy,\n"+
 		"PREFIXclient and PREFIXserver (or PREFIXrelay), run with Snowflake's flag names; repeat for each\n"+
 		"(e.g. -impl snowflake=out/snowflake/ -impl flurry=bin/flurry-); ratios are to the first")
-	fs.IntVar(&cfg.Downloads, "downloads", loadgen.DefaultSideBySideDownloads, "downloads per implementation, alternating")
-	fs.Int64Var(&cfg.Bytes, "bytes", loadgen.DefaultSideBySideBytes, "bytes per download")
-	fs.DurationVar(&cfg.PauseThreshold, "pause", loadgen.DefaultPauseThreshold, "a gap between reads longer than this counts as a pause")
-	fs.DurationVar(&cfg.PollInterval, "poll-interval", loadgen.DefaultSideBySidePoll, "the proxies' -poll-interval")
-	fs.DurationVar(&cfg.RequestTimeout, "timeout", loadgen.DefaultChainRequestTimeout, "bound on each download")
+	fs.IntVar(&cfg.Downloads, "downloads", chainload.DefaultSideBySideDownloads, "downloads per implementation, alternating")
+	fs.Int64Var(&cfg.Bytes, "bytes", chainload.DefaultSideBySideBytes, "bytes per download")
+	fs.DurationVar(&cfg.PauseThreshold, "pause", chainload.DefaultPauseThreshold, "a gap between reads longer than this counts as a pause")
+	fs.DurationVar(&cfg.PollInterval, "poll-interval", chainload.DefaultSideBySidePoll, "the proxies' -poll-interval")
+	fs.DurationVar(&cfg.RequestTimeout, "timeout", chainload.DefaultChainRequestTimeout, "bound on each download")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the chains' logs and state (default: a new temporary directory, kept)")
-	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
 		cfg.Implementations = impls
 		if cfg.Dir == "" {
 			dir, err := os.MkdirTemp("", "flurry-sidebyside-")
@@ -60,7 +62,7 @@ func sideBySideFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen
 		}
 		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
 		fmt.Fprintf(os.Stderr, "logs and state in %s\n", cfg.Dir)
-		r, err := loadgen.RunSideBySide(ctx, cfg)
+		r, err := chainload.RunSideBySide(ctx, cfg)
 		if len(r.Downloads) > 0 {
 			res.SideBySide = &r
 		}

@@ -8,12 +8,17 @@ import (
 	"os"
 	"strings"
 
-	"github.com/flurrypt/flurry/loadgen"
+	"github.com/flurrypt/flurry/loadgen/chainload"
+	"github.com/flurrypt/flurry/loadgen/chainproc"
+	"github.com/flurrypt/flurry/loadgen/internal/wscarrier"
+	"github.com/flurrypt/flurry/loadgen/manyusers"
+	"github.com/flurrypt/flurry/loadgen/relayload"
+	"github.com/flurrypt/flurry/loadgen/report"
 )
 
 // serverImplFlag collects -impl NAME=PREFIX flags of which only the
 // server (PREFIXserver or PREFIXrelay) is used.
-type serverImplFlag []loadgen.Implementation
+type serverImplFlag []chainproc.Implementation
 
 func (f *serverImplFlag) String() string {
 	names := make([]string, len(*f))
@@ -28,7 +33,7 @@ func (f *serverImplFlag) Set(s string) error {
 	if !ok || name == "" || prefix == "" {
 		return fmt.Errorf("want NAME=PREFIX, got %q", s)
 	}
-	im, err := loadgen.ServerFromPrefix(name, prefix)
+	im, err := chainproc.ServerFromPrefix(name, prefix)
 	if err != nil {
 		return err
 	}
@@ -36,12 +41,12 @@ func (f *serverImplFlag) Set(s string) error {
 	return nil
 }
 
-// mixFlags registers the flags of a loadgen.UserMix.
-func mixFlags(fs *flag.FlagSet, m *loadgen.UserMix) {
-	fs.Float64Var(&m.BulkShare, "bulk", loadgen.DefaultBulkShare, "share of users that download without pause (the first user is one); negative: none")
-	fs.IntVar(&m.RequestBytes, "request-bytes", loadgen.DefaultRequestBytes, "an interactive user's request size")
-	fs.IntVar(&m.ResponseBytes, "response-bytes", loadgen.DefaultResponseBytes, "an interactive user's response size")
-	fs.DurationVar(&m.Think, "think", loadgen.DefaultThinkTime, "an interactive user's pause after each response")
+// mixFlags registers the flags of a manyusers.UserMix.
+func mixFlags(fs *flag.FlagSet, m *manyusers.UserMix) {
+	fs.Float64Var(&m.BulkShare, "bulk", manyusers.DefaultBulkShare, "share of users that download without pause (the first user is one); negative: none")
+	fs.IntVar(&m.RequestBytes, "request-bytes", manyusers.DefaultRequestBytes, "an interactive user's request size")
+	fs.IntVar(&m.ResponseBytes, "response-bytes", manyusers.DefaultResponseBytes, "an interactive user's response size")
+	fs.DurationVar(&m.Think, "think", manyusers.DefaultThinkTime, "an interactive user's pause after each response")
 }
 
 // workDir returns dir, or a new temporary directory (kept) if empty.
@@ -57,32 +62,32 @@ func workDir(dir, pattern string) (string, error) {
 	return dir, nil
 }
 
-func relayUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Result, io.Writer) error {
+func relayUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.Result, io.Writer) error {
 	var (
-		cfg      loadgen.RelayUsersConfig
+		cfg      relayload.RelayUsersConfig
 		impls    serverImplFlag
-		sessions = intList(loadgen.DefaultRelayUsers)
+		sessions = intList(relayload.DefaultRelayUsers)
 	)
 	fs.Var(&impls, "impl", "a relay to measure, as NAME=PREFIX: the binary PREFIXserver (or PREFIXrelay), started as a\n"+
 		"managed pluggable transport as tor starts it; repeat for each (e.g. -impl snowflake=out/snowflake/\n"+
 		"-impl flurry=bin/flurry-); ratios are to the first")
 	fs.Var(&sessions, "users", "concurrent users (sessions) of each step, comma-separated")
-	fs.IntVar(&cfg.Rounds, "rounds", loadgen.DefaultUsersRounds, "runs per relay and step, the order alternating")
+	fs.IntVar(&cfg.Rounds, "rounds", manyusers.DefaultUsersRounds, "runs per relay and step, the order alternating")
 	mixFlags(fs, &cfg.Mix)
-	fs.DurationVar(&cfg.Duration, "duration", loadgen.DefaultUsersDuration, "measured window of each run")
-	fs.DurationVar(&cfg.WarmUp, "warm-up", loadgen.DefaultUsersWarmUp, "wait after every user has a byte, before the window")
-	fs.DurationVar(&cfg.StartTimeout, "start-timeout", loadgen.DefaultUsersStartTimeout, "bound on the wait for every user's first byte")
-	fs.IntVar(&cfg.DialConcurrency, "dial-concurrency", loadgen.DefaultDialConcurrency, "concurrent carrier handshakes")
-	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", loadgen.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
+	fs.DurationVar(&cfg.Duration, "duration", manyusers.DefaultUsersDuration, "measured window of each run")
+	fs.DurationVar(&cfg.WarmUp, "warm-up", manyusers.DefaultUsersWarmUp, "wait after every user has a byte, before the window")
+	fs.DurationVar(&cfg.StartTimeout, "start-timeout", relayload.DefaultUsersStartTimeout, "bound on the wait for every user's first byte")
+	fs.IntVar(&cfg.DialConcurrency, "dial-concurrency", wscarrier.DefaultDialConcurrency, "concurrent carrier handshakes")
+	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", wscarrier.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the relays' logs (default: a new temporary directory, kept)")
-	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
 		cfg.Implementations, cfg.Sessions = impls, sessions
 		var err error
 		if cfg.Dir, err = workDir(cfg.Dir, "flurry-relayusers-"); err != nil {
 			return err
 		}
 		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
-		r, err := loadgen.RunRelayUsers(ctx, cfg)
+		r, err := relayload.RunRelayUsers(ctx, cfg)
 		if len(r.Runs) > 0 {
 			res.RelayUsers = &r
 		}
@@ -90,29 +95,29 @@ func relayUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen
 	}
 }
 
-func proxyUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *loadgen.Result, io.Writer) error {
+func proxyUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.Result, io.Writer) error {
 	var (
-		cfg   loadgen.ProxyUsersConfig
+		cfg   chainload.ProxyUsersConfig
 		impls implFlag
-		users = intList(loadgen.DefaultProxyUsers)
+		users = intList(chainload.DefaultProxyUsers)
 	)
 	fs.Var(&impls, "impl", "an implementation to measure, as NAME=PREFIX (see sidebyside); repeat for each; ratios are to the first")
 	fs.Var(&users, "users", "concurrent users through the one proxy at each step, comma-separated")
-	fs.IntVar(&cfg.Rounds, "rounds", loadgen.DefaultUsersRounds, "runs per implementation and step, the order alternating")
+	fs.IntVar(&cfg.Rounds, "rounds", manyusers.DefaultUsersRounds, "runs per implementation and step, the order alternating")
 	mixFlags(fs, &cfg.Mix)
-	fs.DurationVar(&cfg.Duration, "duration", loadgen.DefaultUsersDuration, "measured window of each run")
-	fs.DurationVar(&cfg.WarmUp, "warm-up", loadgen.DefaultUsersWarmUp, "wait after every user has a byte, before the window")
-	fs.DurationVar(&cfg.StartTimeout, "start-timeout", loadgen.DefaultProxyUsersStartTimeout, "bound on the wait for every user's first byte (one user per proxy poll)")
-	fs.DurationVar(&cfg.PollInterval, "poll-interval", loadgen.DefaultSideBySidePoll, "the proxies' -poll-interval")
+	fs.DurationVar(&cfg.Duration, "duration", manyusers.DefaultUsersDuration, "measured window of each run")
+	fs.DurationVar(&cfg.WarmUp, "warm-up", manyusers.DefaultUsersWarmUp, "wait after every user has a byte, before the window")
+	fs.DurationVar(&cfg.StartTimeout, "start-timeout", chainload.DefaultProxyUsersStartTimeout, "bound on the wait for every user's first byte (one user per proxy poll)")
+	fs.DurationVar(&cfg.PollInterval, "poll-interval", chainload.DefaultSideBySidePoll, "the proxies' -poll-interval")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the chains' logs and state (default: a new temporary directory, kept)")
-	return func(ctx context.Context, res *loadgen.Result, progress io.Writer) error {
+	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
 		cfg.Implementations, cfg.Users = impls, users
 		var err error
 		if cfg.Dir, err = workDir(cfg.Dir, "flurry-proxyusers-"); err != nil {
 			return err
 		}
 		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
-		r, err := loadgen.RunProxyUsers(ctx, cfg)
+		r, err := chainload.RunProxyUsers(ctx, cfg)
 		if len(r.Runs) > 0 {
 			res.ProxyUsers = &r
 		}
