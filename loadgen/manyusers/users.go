@@ -119,6 +119,7 @@ type Group struct {
 	Stopping  atomic.Bool
 }
 
+// NewGroup returns n users of mix, who record their errors in errs.
 func NewGroup(mix UserMix, n int, errs *measure.ErrorSamples) *Group {
 	g := &Group{mix: mix, Latency: measure.NewRecorder(), errs: errs, users: make([]*user, n)}
 	for i := range g.users {
@@ -216,6 +217,9 @@ func (g *Group) interactive(ctx context.Context, conn net.Conn, u *user) error {
 	}
 }
 
+// Len returns the number of users.
+func (g *Group) Len() int { return len(g.users) }
+
 // Started counts the users that have received their first byte.
 func (g *Group) Started() int {
 	n := 0
@@ -258,15 +262,15 @@ func (g *Group) WaitStarted(ctx context.Context, timeout time.Duration) int {
 	return g.Started()
 }
 
-// userCounts is a snapshot of every user's bytes (down + up) and
-// responses.
-type userCounts struct {
+// Counts is a snapshot of every user's bytes (down + up) and responses.
+type Counts struct {
 	bytes, down, up []int64
 	requests        []int64
 }
 
-func (g *Group) Snapshot() userCounts {
-	c := userCounts{
+// Snapshot returns every user's counts so far.
+func (g *Group) Snapshot() Counts {
+	c := Counts{
 		bytes: make([]int64, len(g.users)), down: make([]int64, len(g.users)),
 		up: make([]int64, len(g.users)), requests: make([]int64, len(g.users)),
 	}
@@ -296,14 +300,16 @@ type UserClass struct {
 	Responses int64 `json:"responses,omitempty"`
 }
 
-// userWindow is what the users did between two snapshots.
-type userWindow struct {
+// WindowCounts is what the users did between two snapshots.
+type WindowCounts struct {
 	Bytes, down, up int64 // all users
 	Classes         []UserClass
 }
 
-func (g *Group) Window(a, b userCounts, elapsed time.Duration) userWindow {
-	var w userWindow
+// Window returns what the users did between snapshots a and b, elapsed
+// apart.
+func (g *Group) Window(a, b Counts, elapsed time.Duration) WindowCounts {
+	var w WindowCounts
 	for _, kind := range []string{UserBulk, UserInteractive} {
 		c := UserClass{Kind: kind}
 		var rates []float64

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/xtaci/smux"
 
 	"github.com/flurrypt/flurry/common/turbotunnel"
 	"github.com/flurrypt/flurry/internal/sleep"
@@ -170,104 +171,32 @@ func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, er
 	if res.BaselineRSSBytes, err = proc.BaselineRSS(); err != nil {
 		return res, err
 	}
-
-	var (
-		errs                           measure.ErrorSamples
-		mu                             sync.Mutex
-		conns                          []*wscarrier.CarrierConn // guarded by mu
-		open, dialErrors, closedByPeer atomic.Int64
-		closing                        atomic.Bool
-		readers                        sync.WaitGroup
-	)
 	d, err := cfg.dialer(u)
 	if err != nil {
 		return res, err
 	}
-	dialOne := func() {
-		id := turbotunnel.NewClientID()
-		ws, err := wscarrier.DialCarrier(ctx, d, u, id)
-		if err != nil {
-			if ctx.Err() == nil {
-				dialErrors.Add(1)
-				errs.Add("carrier: " + err.Error())
-			}
-			return
-		}
-		c := wscarrier.NewCarrierConn(ws, id)
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-		open.Add(1)
-		readers.Go(func() {
-			// Nothing should arrive on an idle carrier; drain whatever does
-			// and notice when the relay closes it.
-			for {
-				_, r, err := ws.NextReader()
-				if err != nil {
-					open.Add(-1)
-					if !closing.Load() {
-						closedByPeer.Add(1)
-						errs.Add("carrier closed: " + err.Error())
-					}
-					return
-				}
-				_, _ = io.Copy(io.Discard, r)
-			}
-		})
-	}
-
+	ic := &idleCarriers{dialer: d, u: u}
 	keepCtx, stopKeep := context.WithCancel(ctx)
 	var keeper sync.WaitGroup
 	if cfg.KeepAlive > 0 {
-		keeper.Go(func() {
-			t := time.NewTicker(cfg.KeepAlive)
-			defer t.Stop()
-			for {
-				select {
-				case <-keepCtx.Done():
-					return
-				case <-t.C:
-				}
-				mu.Lock()
-				list := slices.Clone(conns)
-				mu.Unlock()
-				for _, c := range list {
-					_ = c.WS.SetWriteDeadline(time.Now().Add(5 * time.Second))
-					_ = c.WritePadding(1)
-				}
-			}
-		})
+		keeper.Go(func() { ic.keepAlive(keepCtx, cfg.KeepAlive) })
 	}
-
 	prog := measure.StartProgress(cfg.Progress, cfg.ProgressInterval, func() string {
 		return fmt.Sprintf("relay idle: %d carriers open, %d dial errors, %d closed by relay",
-			open.Load(), dialErrors.Load(), closedByPeer.Load())
+			ic.open.Load(), ic.dialErrors.Load(), ic.closedByPeer.Load())
 	})
 	attempted := 0
 	for _, k := range cfg.Carriers {
 		measure.Say(cfg.Progress, "relay idle: opening carriers up to %d", k)
 		start := time.Now()
-		measure.RunPool(ctx, cfg.DialConcurrency, k-attempted, dialOne)
+		measure.RunPool(ctx, cfg.DialConcurrency, k-attempted, func() { ic.dialOne(ctx) })
 		attempted = k
 		step := CarrierStep{Carriers: k, DialSeconds: measure.Seconds(time.Since(start))}
 		if !sleep.For(ctx, cfg.Settle) {
 			break
 		}
-		var rss, n []int64
-		for range 5 {
-			if s, ok, _ := proc.Sample(); ok {
-				rss = append(rss, s.RSS)
-			}
-			n = append(n, open.Load())
-			sleep.For(ctx, measure.SampleGap(cfg.Settle))
-		}
-		step.Open = measure.Median(n)
-		if len(rss) > 0 {
-			step.RSSBytes = measure.Median(rss)
-			if step.Open > 0 {
-				step.BytesPerCarrier = float64(step.RSSBytes-res.BaselineRSSBytes) / float64(step.Open)
-				res.BytesPerCarrier = step.BytesPerCarrier
-			}
+		if ic.sample(ctx, &step, proc, cfg.Settle, res.BaselineRSSBytes) {
+			res.BytesPerCarrier = step.BytesPerCarrier
 		}
 		res.Steps = append(res.Steps, step)
 		measure.Say(cfg.Progress, "relay idle: %d carriers open, relay RSS %s (%.0f bytes/carrier)", step.Open, measure.MiB(step.RSSBytes), step.BytesPerCarrier)
@@ -275,15 +204,9 @@ func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, er
 	prog.Stop()
 	stopKeep()
 	keeper.Wait()
-	closing.Store(true)
-	mu.Lock()
-	for _, c := range conns {
-		c.Close()
-	}
-	mu.Unlock()
-	readers.Wait()
-	res.DialErrors, res.ClosedByRelay = dialErrors.Load(), closedByPeer.Load()
-	res.ErrorSamples = errs.Get()
+	ic.closeAll()
+	res.DialErrors, res.ClosedByRelay = ic.dialErrors.Load(), ic.closedByPeer.Load()
+	res.ErrorSamples = ic.errs.Get()
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
@@ -291,6 +214,109 @@ func RunRelayIdle(ctx context.Context, cfg RelayIdleConfig) (RelayIdleResult, er
 		return res, fmt.Errorf("%w: no carrier stayed open (%v)", measure.ErrNoProgress, res.ErrorSamples)
 	}
 	return res, nil
+}
+
+// idleCarriers are the carriers of one RunRelayIdle call.
+type idleCarriers struct {
+	dialer *websocket.Dialer
+	u      *url.URL
+
+	errs                           measure.ErrorSamples
+	mu                             sync.Mutex
+	conns                          []*wscarrier.CarrierConn // guarded by mu
+	open, dialErrors, closedByPeer atomic.Int64
+	closing                        atomic.Bool
+	readers                        sync.WaitGroup
+}
+
+// dialOne opens one carrier and drains it until it closes.
+func (ic *idleCarriers) dialOne(ctx context.Context) {
+	id := turbotunnel.NewClientID()
+	ws, err := wscarrier.DialCarrier(ctx, ic.dialer, ic.u, id)
+	if err != nil {
+		if ctx.Err() == nil {
+			ic.dialErrors.Add(1)
+			ic.errs.Add("carrier: " + err.Error())
+		}
+		return
+	}
+	c := wscarrier.NewCarrierConn(ws, id)
+	ic.mu.Lock()
+	ic.conns = append(ic.conns, c)
+	ic.mu.Unlock()
+	ic.open.Add(1)
+	ic.readers.Go(func() {
+		// Nothing should arrive on an idle carrier; drain whatever does
+		// and notice when the relay closes it.
+		for {
+			_, r, err := ws.NextReader()
+			if err != nil {
+				ic.open.Add(-1)
+				if !ic.closing.Load() {
+					ic.closedByPeer.Add(1)
+					ic.errs.Add("carrier closed: " + err.Error())
+				}
+				return
+			}
+			_, _ = io.Copy(io.Discard, r)
+		}
+	})
+}
+
+// keepAlive sends a 1-byte padding chunk on every carrier every period
+// until ctx ends.
+func (ic *idleCarriers) keepAlive(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ic.mu.Lock()
+		list := slices.Clone(ic.conns)
+		ic.mu.Unlock()
+		for _, c := range list {
+			_ = c.WS.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			_ = c.WritePadding(1)
+		}
+	}
+}
+
+// sample fills in step's open carriers and the relay's memory: the
+// medians of five samples over settle. It reports whether it computed the
+// memory per carrier.
+func (ic *idleCarriers) sample(ctx context.Context, step *CarrierStep, proc procstat.Watcher, settle time.Duration, baseline int64) bool {
+	var rss, n []int64
+	for range 5 {
+		if s, ok, _ := proc.Sample(); ok {
+			rss = append(rss, s.RSS)
+		}
+		n = append(n, ic.open.Load())
+		sleep.For(ctx, measure.SampleGap(settle))
+	}
+	step.Open = measure.Median(n)
+	if len(rss) == 0 {
+		return false
+	}
+	step.RSSBytes = measure.Median(rss)
+	if step.Open == 0 {
+		return false
+	}
+	step.BytesPerCarrier = float64(step.RSSBytes-baseline) / float64(step.Open)
+	return true
+}
+
+// closeAll closes every carrier and waits for their readers.
+func (ic *idleCarriers) closeAll() {
+	ic.closing.Store(true)
+	ic.mu.Lock()
+	for _, c := range ic.conns {
+		c.Close()
+	}
+	ic.mu.Unlock()
+	ic.readers.Wait()
 }
 
 // RelayThroughputConfig configures RunRelayThroughput. The zero value (with
@@ -386,9 +412,16 @@ func (cfg RelayThroughputConfig) withDefaults() (RelayThroughputConfig, *url.URL
 	return cfg, u, nil
 }
 
-// byteCounters are shared by every stream of a run.
-type byteCounters struct {
-	sent, received atomic.Int64
+// throughputRun is the state of one RunRelayThroughput call.
+type throughputRun struct {
+	cfg    RelayThroughputConfig
+	errs   measure.ErrorSamples
+	failed atomic.Int64 // stream errors
+
+	sent, received atomic.Int64 // by every stream
+	ttfb           *measure.Recorder
+	stop           atomic.Bool // set once the window is over
+	workers        sync.WaitGroup
 }
 
 // RunRelayThroughput opens cfg.Carriers carriers through the relay, runs
@@ -408,124 +441,45 @@ func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (Through
 	if _, _, err := proc.Sample(); err != nil {
 		return res, err
 	}
-	var errs measure.ErrorSamples
-	d := wscarrier.NewWSDialer(cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout, nil)
-
+	r := &throughputRun{cfg: cfg, ttfb: measure.NewRecorder()}
 	// Open every carrier and stream first, so that the measured window is
 	// all data.
-	setupCtx, cancelSetup := context.WithTimeout(ctx, cfg.HandshakeTimeout+5*time.Second)
-	defer cancelSetup()
-	var (
-		set    wscarrier.TunnelSet
-		setup  sync.WaitGroup // setup goroutines
-		failed atomic.Int64   // stream errors
-	)
-	for range cfg.Carriers {
-		setup.Go(func() {
-			t, err := wscarrier.OpenTunnel(setupCtx, d, u)
-			if err != nil {
-				failed.Add(int64(cfg.Streams))
-				errs.Add("carrier: " + err.Error())
-				return
-			}
-			set.AddTunnel(t)
-			for range cfg.Streams {
-				st, err := t.Mux.OpenStream()
-				if err != nil {
-					failed.Add(1)
-					errs.Add("open stream: " + err.Error())
-					continue
-				}
-				set.AddStream(st)
-			}
-		})
-	}
-	setup.Wait()
+	set := r.open(ctx, u)
 	streams, opened := set.Streams, set.Opened // no more writers
 	res.StreamsConnected = len(streams)
 	if len(streams) == 0 {
 		set.CloseAll()
-		res.StreamErrors = failed.Load()
-		res.ErrorSamples = errs.Get()
+		res.StreamErrors = r.failed.Load()
+		res.ErrorSamples = r.errs.Get()
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		return res, fmt.Errorf("%w: no stream opened (%v)", measure.ErrNoProgress, res.ErrorSamples)
 	}
-
-	var (
-		counts  byteCounters
-		ttfb    = measure.NewRecorder()
-		workers sync.WaitGroup
-		stop    atomic.Bool
-	)
-	chunk := make([]byte, cfg.ChunkSize)
-	for i := range chunk {
-		chunk[i] = byte(i)
-	}
-	for i, st := range streams {
-		start := opened[i]
-		workers.Go(func() {
-			buf := make([]byte, 32<<10)
-			first := true
-			for {
-				n, err := st.Read(buf)
-				if n > 0 {
-					counts.received.Add(int64(n))
-					if first {
-						ttfb.Add(time.Since(start))
-						first = false
-					}
-				}
-				if err != nil {
-					if !stop.Load() {
-						failed.Add(1)
-						errs.Add("stream read: " + err.Error())
-					}
-					return
-				}
-			}
-		})
-		if cfg.Mode == ModeEcho {
-			workers.Go(func() {
-				for !stop.Load() {
-					n, err := st.Write(chunk)
-					counts.sent.Add(int64(n))
-					if err != nil {
-						if !stop.Load() {
-							failed.Add(1)
-							errs.Add("stream write: " + err.Error())
-						}
-						return
-					}
-				}
-			})
-		}
-	}
-
+	r.startStreams(streams, opened)
 	before, haveBefore, _ := proc.Sample()
 	start := time.Now()
-	sent0, recv0 := counts.sent.Load(), counts.received.Load()
+	sent0, recv0 := r.sent.Load(), r.received.Load()
 	prog := measure.StartProgress(cfg.Progress, cfg.ProgressInterval, func() string {
 		el := time.Since(start)
 		return fmt.Sprintf("relay throughput: %.0fs/%v, %d streams, %.2f MB/s received, %d errors",
-			el.Seconds(), cfg.Duration, len(streams), float64(counts.received.Load()-recv0)/1e6/el.Seconds(), failed.Load())
+			el.Seconds(), cfg.Duration, len(streams), float64(r.received.Load()-recv0)/1e6/el.Seconds(), r.failed.Load())
 	})
 	sleep.For(ctx, cfg.Duration)
 	elapsed := time.Since(start)
-	sent1, recv1 := counts.sent.Load(), counts.received.Load()
+	sent1, recv1 := r.sent.Load(), r.received.Load()
 	after, haveAfter, _ := proc.Sample()
 	prog.Stop()
-	stop.Store(true)
+	r.stop.Store(true)
 	set.CloseAll()
-	workers.Wait()
+	r.workers.Wait()
 
 	res.ElapsedSeconds = measure.Seconds(elapsed)
 	res.BytesSent, res.BytesReceived = sent1-sent0, recv1-recv0
 	res.MBPerSec = float64(int64(float64(res.BytesReceived)/1e6/elapsed.Seconds()*1000)) / 1000
-	res.TTFB = ttfb.Percentiles()
-	res.StreamErrors = failed.Load()
-	res.ErrorSamples = errs.Get()
+	res.TTFB = r.ttfb.Percentiles()
+	res.StreamErrors = r.failed.Load()
+	res.ErrorSamples = r.errs.Get()
 	if haveBefore && haveAfter {
 		res.RelayRSSBytes = after.RSS
 		res.RelayCPUPercent = procstat.CPUPercent(before, after)
@@ -537,6 +491,95 @@ func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (Through
 		return res, fmt.Errorf("%w: no byte came back (%v)", measure.ErrNoProgress, res.ErrorSamples)
 	}
 	return res, nil
+}
+
+// open opens the carriers and their streams, within HandshakeTimeout
+// and 5 s more.
+func (r *throughputRun) open(ctx context.Context, u *url.URL) *wscarrier.TunnelSet {
+	cfg := r.cfg
+	d := wscarrier.NewWSDialer(cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout, nil)
+	setupCtx, cancelSetup := context.WithTimeout(ctx, cfg.HandshakeTimeout+5*time.Second)
+	defer cancelSetup()
+	var (
+		set   wscarrier.TunnelSet
+		setup sync.WaitGroup
+	)
+	for range cfg.Carriers {
+		setup.Go(func() {
+			t, err := wscarrier.OpenTunnel(setupCtx, d, u)
+			if err != nil {
+				r.failed.Add(int64(cfg.Streams))
+				r.errs.Add("carrier: " + err.Error())
+				return
+			}
+			set.AddTunnel(t)
+			for range cfg.Streams {
+				st, err := t.Mux.OpenStream()
+				if err != nil {
+					r.failed.Add(1)
+					r.errs.Add("open stream: " + err.Error())
+					continue
+				}
+				set.AddStream(st)
+			}
+		})
+	}
+	setup.Wait()
+	return &set
+}
+
+// startStreams starts a reader on every stream and, in echo mode, a
+// writer; they run until stop is set and the streams close.
+func (r *throughputRun) startStreams(streams []*smux.Stream, opened []time.Time) {
+	chunk := make([]byte, r.cfg.ChunkSize)
+	for i := range chunk {
+		chunk[i] = byte(i)
+	}
+	for i, st := range streams {
+		start := opened[i]
+		r.workers.Go(func() { r.read(st, start) })
+		if r.cfg.Mode == ModeEcho {
+			r.workers.Go(func() { r.write(st, chunk) })
+		}
+	}
+}
+
+// read counts what comes back on st and its time to first byte.
+func (r *throughputRun) read(st *smux.Stream, start time.Time) {
+	buf := make([]byte, 32<<10)
+	first := true
+	for {
+		n, err := st.Read(buf)
+		if n > 0 {
+			r.received.Add(int64(n))
+			if first {
+				r.ttfb.Add(time.Since(start))
+				first = false
+			}
+		}
+		if err != nil {
+			if !r.stop.Load() {
+				r.failed.Add(1)
+				r.errs.Add("stream read: " + err.Error())
+			}
+			return
+		}
+	}
+}
+
+// write sends chunk on st until stop is set.
+func (r *throughputRun) write(st *smux.Stream, chunk []byte) {
+	for !r.stop.Load() {
+		n, err := st.Write(chunk)
+		r.sent.Add(int64(n))
+		if err != nil {
+			if !r.stop.Load() {
+				r.failed.Add(1)
+				r.errs.Add("stream write: " + err.Error())
+			}
+			return
+		}
+	}
 }
 
 // WriteTable writes ri as a readable table.

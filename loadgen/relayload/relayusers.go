@@ -263,20 +263,10 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im chainproc.I
 	run.BaselineRSS = base.RSS
 	sock0, _ := procstat.SocketMemory("TCP")
 
-	u, err := measure.ParseURL("ws://"+addr+"/", false, "ws")
-	if err != nil {
-		return run, err
-	}
-	d, err := RelayRun{SourcePrefix: wscarrier.DefaultSourcePrefix, HandshakeTimeout: cfg.HandshakeTimeout}.dialer(u)
-	if err != nil {
-		return run, err
-	}
 	var (
 		errs    measure.ErrorSamples
 		set     wscarrier.TunnelSet
 		users   = manyusers.NewGroup(cfg.Mix, n, &errs)
-		next    atomic.Int64
-		opened  atomic.Int64
 		workers sync.WaitGroup
 	)
 	userCtx, stopUsers := context.WithCancel(ctx)
@@ -287,7 +277,38 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im chainproc.I
 		workers.Wait()
 	}()
 	measure.Say(cfg.Progress, "%s: opening %d sessions", im.Name, n)
-	measure.RunPool(ctx, cfg.DialConcurrency, n, func() {
+	if run.Opened, err = openRelaySessions(ctx, userCtx, cfg, addr, users, &set, &workers); err != nil {
+		return run, err
+	}
+	run.Started = users.WaitStarted(ctx, cfg.StartTimeout)
+	if run.Started == 0 {
+		run.ErrorSamples = errs.Get()
+		return run, fmt.Errorf("%w: no user received a byte (%v)", measure.ErrNoProgress, run.ErrorSamples)
+	}
+	sleep.For(ctx, cfg.WarmUp)
+	w, err := measureRelayWindow(ctx, cfg, fmt.Sprintf("%s, %d users", im.Name, n), proc, users, sock0)
+	if err != nil {
+		return run, err
+	}
+	w.fill(&run, users)
+	run.ErrorSamples = errs.Get()
+	return run, ctx.Err()
+}
+
+// openRelaySessions opens one session per user of users through the relay
+// at addr, each user running on its stream under userCtx, and returns how
+// many opened.
+func openRelaySessions(ctx, userCtx context.Context, cfg RelayUsersConfig, addr string, users *manyusers.Group, set *wscarrier.TunnelSet, workers *sync.WaitGroup) (int, error) {
+	u, err := measure.ParseURL("ws://"+addr+"/", false, "ws")
+	if err != nil {
+		return 0, err
+	}
+	d, err := RelayRun{SourcePrefix: wscarrier.DefaultSourcePrefix, HandshakeTimeout: cfg.HandshakeTimeout}.dialer(u)
+	if err != nil {
+		return 0, err
+	}
+	var next, opened atomic.Int64
+	measure.RunPool(ctx, cfg.DialConcurrency, users.Len(), func() {
 		i := int(next.Add(1) - 1)
 		t, err := wscarrier.OpenTunnel(ctx, d, u)
 		if err != nil {
@@ -303,80 +324,96 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im chainproc.I
 		opened.Add(1)
 		workers.Go(func() { users.Run(userCtx, i, st) })
 	})
-	run.Opened = int(opened.Load())
-	run.Started = users.WaitStarted(ctx, cfg.StartTimeout)
-	if run.Started == 0 {
-		run.ErrorSamples = errs.Get()
-		return run, fmt.Errorf("%w: no user received a byte (%v)", measure.ErrNoProgress, run.ErrorSamples)
-	}
-	sleep.For(ctx, cfg.WarmUp)
+	return int(opened.Load()), nil
+}
 
+// relayWindow is what the measured window of a relay-users run saw: the
+// relay's and the load generator's counters at either end, the relay's
+// RSS samples and the users' counts.
+type relayWindow struct {
+	elapsed      time.Duration
+	cpu0, cpu1   procstat.ProcSample // the relay's
+	me0, me1     procstat.ProcSample // the load generator's
+	io0, io1     procstat.ProcIO     // the relay's
+	ioOK         bool
+	kcp0, kcp1   *kcp.Snmp
+	rss          []int64
+	socketMemory int64 // growth of TCP socket memory, taken mid-window
+	users        manyusers.WindowCounts
+}
+
+// measureRelayWindow measures cfg.Duration of the running users; name
+// labels its progress lines.
+func measureRelayWindow(ctx context.Context, cfg RelayUsersConfig, name string, proc procstat.Watcher, users *manyusers.Group, sock0 int64) (relayWindow, error) {
+	var w relayWindow
 	self := procstat.Watcher{PID: os.Getpid()}
 	users.Measuring.Store(true)
 	a := users.Snapshot()
-	cpu0, _, err := proc.Sample()
-	if err != nil {
-		return run, err
+	var err error
+	if w.cpu0, _, err = proc.Sample(); err != nil {
+		return w, err
 	}
-	me0, _, _ := self.Sample()
-	io0, ioErr := procstat.ReadProcIO(server.PID())
-	kcp0 := kcp.DefaultSnmp.Copy()
+	w.me0, _, _ = self.Sample()
+	io0, ioErr := procstat.ReadProcIO(proc.PID)
+	w.kcp0 = kcp.DefaultSnmp.Copy()
 	start := time.Now()
-	var rss []int64
 	sockTaken := false
 	prog := measure.StartProgress(cfg.Progress, cfg.ProgressInterval, func() string {
-		return fmt.Sprintf("%s, %d users: %.0fs/%v measured", im.Name, n, time.Since(start).Seconds(), cfg.Duration)
+		return fmt.Sprintf("%s: %.0fs/%v measured", name, time.Since(start).Seconds(), cfg.Duration)
 	})
 	for time.Since(start) < cfg.Duration && ctx.Err() == nil {
 		sleep.For(ctx, min(500*time.Millisecond, cfg.Duration-time.Since(start)))
 		if s, ok, _ := proc.Sample(); ok {
-			rss = append(rss, s.RSS)
+			w.rss = append(w.rss, s.RSS)
 		}
 		if !sockTaken && time.Since(start) >= cfg.Duration/2 {
 			if m, err := procstat.SocketMemory("TCP"); err == nil {
-				run.SocketMemory = m - sock0
+				w.socketMemory = m - sock0
 			}
 			sockTaken = true
 		}
 	}
 	prog.Stop()
-	cpu1, _, err := proc.Sample()
-	if err != nil {
-		return run, err
+	if w.cpu1, _, err = proc.Sample(); err != nil {
+		return w, err
 	}
-	me1, _, _ := self.Sample()
-	io1, ioErr1 := procstat.ReadProcIO(server.PID())
-	kcp1 := kcp.DefaultSnmp.Copy()
+	w.me1, _, _ = self.Sample()
+	io1, ioErr1 := procstat.ReadProcIO(proc.PID)
+	w.kcp1 = kcp.DefaultSnmp.Copy()
 	b := users.Snapshot()
-	elapsed := time.Since(start)
+	w.elapsed = time.Since(start)
 	users.Measuring.Store(false)
+	w.io0, w.io1, w.ioOK = io0, io1, ioErr == nil && ioErr1 == nil
+	w.users = users.Window(a, b, w.elapsed)
+	return w, nil
+}
 
-	w := users.Window(a, b, elapsed)
-	run.ElapsedSeconds = measure.Seconds(elapsed)
-	run.MB = measure.Round3(float64(w.Bytes) / 1e6)
-	run.MBPerSec = measure.Round3(run.MB / elapsed.Seconds())
-	run.RelayCPUSeconds = measure.Round3((cpu1.CPU - cpu0.CPU).Seconds())
+// fill computes run's figures from the window.
+func (w relayWindow) fill(run *RelayUsersRun, users *manyusers.Group) {
+	run.SocketMemory = w.socketMemory
+	run.ElapsedSeconds = measure.Seconds(w.elapsed)
+	run.MB = measure.Round3(float64(w.users.Bytes) / 1e6)
+	run.MBPerSec = measure.Round3(run.MB / w.elapsed.Seconds())
+	run.RelayCPUSeconds = measure.Round3((w.cpu1.CPU - w.cpu0.CPU).Seconds())
 	if run.MB > 0 {
 		run.CPUMsPerMB = measure.Round3(run.RelayCPUSeconds * 1000 / run.MB)
-		if ioErr == nil && ioErr1 == nil {
-			run.ReadsPerMB = measure.Round3(float64(io1.Reads-io0.Reads) / run.MB)
-			run.WritesPerMB = measure.Round3(float64(io1.Writes-io0.Writes) / run.MB)
+		if w.ioOK {
+			run.ReadsPerMB = measure.Round3(float64(w.io1.Reads-w.io0.Reads) / run.MB)
+			run.WritesPerMB = measure.Round3(float64(w.io1.Writes-w.io0.Writes) / run.MB)
 		}
 	}
-	run.LoadgenCPUPercent = measure.Round3(procstat.CPUPercent(me0, me1))
-	if in := kcp1.InSegs - kcp0.InSegs; in > 0 {
-		run.DuplicatePercent = measure.Round3(100 * float64(kcp1.RepeatSegs-kcp0.RepeatSegs) / float64(in))
+	run.LoadgenCPUPercent = measure.Round3(procstat.CPUPercent(w.me0, w.me1))
+	if in := w.kcp1.InSegs - w.kcp0.InSegs; in > 0 {
+		run.DuplicatePercent = measure.Round3(100 * float64(w.kcp1.RepeatSegs-w.kcp0.RepeatSegs) / float64(in))
 	}
-	run.RSS, run.PeakRSS = measure.Median(rss), cpu1.HWM
+	run.RSS, run.PeakRSS = measure.Median(w.rss), w.cpu1.HWM
 	if run.Opened > 0 {
 		run.BytesPerSession = float64(run.RSS-run.BaselineRSS) / float64(run.Opened)
 	}
-	run.Classes = w.Classes
-	run.SlowestToMedian = manyusers.SlowestToMedian(w.Classes)
+	run.Classes = w.users.Classes
+	run.SlowestToMedian = manyusers.SlowestToMedian(w.users.Classes)
 	run.Latency = users.Latency.Percentiles()
 	run.FailedUsers = users.Failed.Load()
-	run.ErrorSamples = errs.Get()
-	return run, ctx.Err()
 }
 
 func summarizeRelayUsers(runs []RelayUsersRun, name string, n int) RelayUsersSummary {
