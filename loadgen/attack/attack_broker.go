@@ -670,12 +670,17 @@ func (cfg *BrokerAttackConfig) floodDefaults() error {
 	return nil
 }
 
+// connFlood counts one connection flood's connections.
+type connFlood struct {
+	attempts, opened, atOnce, later, dialErrs, held atomic.Int64
+}
+
 // runConnFlood runs the connection flood until phaseCtx ends or
 // cfg.Requests connections have been attempted, then fills in counts.
 func (r *attackRun) runConnFlood(phaseCtx context.Context, counts *AttackerCounts) {
 	var (
-		attempts, opened, atOnce, later, dialErrs, held atomic.Int64
-		wg                                              sync.WaitGroup
+		f  connFlood
+		wg sync.WaitGroup
 	)
 	start := time.Now()
 	for _, s := range r.cfg.FloodAddrs {
@@ -685,40 +690,7 @@ func (r *attackRun) runConnFlood(phaseCtx context.Context, counts *AttackerCount
 		d.LocalAddr = &net.TCPAddr{IP: src.AsSlice()}
 		measure.BindLate(&d)
 		for range r.cfg.ConnsPerAddr {
-			wg.Go(func() {
-				var buf [1]byte
-				for phaseCtx.Err() == nil && attempts.Add(1) <= int64(r.cfg.Requests) {
-					conn, err := d.DialContext(phaseCtx, "tcp", r.client.Addr)
-					if err != nil {
-						if phaseCtx.Err() != nil {
-							return
-						}
-						dialErrs.Add(1)
-						r.errs.Add("flood dial: " + err.Error())
-						sleep.For(phaseCtx, floodRetryPause)
-						continue
-					}
-					opened.Add(1)
-					held.Add(1)
-					t0 := time.Now()
-					stop := context.AfterFunc(phaseCtx, func() { conn.Close() })
-					_, err = conn.Read(buf[:]) // the broker sends nothing before a request
-					stop()
-					conn.Close()
-					held.Add(-1)
-					if phaseCtx.Err() != nil {
-						return
-					}
-					if time.Since(t0) < floodRefusedWithin {
-						atOnce.Add(1)
-						if !errors.Is(err, net.ErrClosed) {
-							sleep.For(phaseCtx, floodRetryPause)
-						}
-					} else {
-						later.Add(1)
-					}
-				}
-			})
+			wg.Go(func() { r.floodFrom(phaseCtx, &d, &f) })
 		}
 	}
 	// Sample how many are held until the workers are done.
@@ -733,7 +705,7 @@ func (r *attackRun) runConnFlood(phaseCtx context.Context, counts *AttackerCount
 			case <-done:
 				return
 			case <-t.C:
-				h := held.Load()
+				h := f.held.Load()
 				peak, sum, n = max(peak, h), sum+h, n+1
 			}
 		}
@@ -743,15 +715,53 @@ func (r *attackRun) runConnFlood(phaseCtx context.Context, counts *AttackerCount
 	sampler.Wait()
 	fc := &ConnFloodCounts{
 		Addrs: r.cfg.FloodAddrs, ConnsPerAddr: r.cfg.ConnsPerAddr,
-		Opened: opened.Load(), ClosedAtOnce: atOnce.Load(), ClosedLater: later.Load(), DialErrors: dialErrs.Load(),
+		Opened: f.opened.Load(), ClosedAtOnce: f.atOnce.Load(), ClosedLater: f.later.Load(), DialErrors: f.dialErrs.Load(),
 		PeakHeld: peak,
 	}
 	if n > 0 {
 		fc.MeanHeld = float64(sum) / float64(n)
 	}
 	*counts = AttackerCounts{
-		Sent: opened.Load() + dialErrs.Load(), Seconds: measure.Seconds(time.Since(start)),
-		Refused: atOnce.Load(), Errors: dialErrs.Load(), Flood: fc,
+		Sent: f.opened.Load() + f.dialErrs.Load(), Seconds: measure.Seconds(time.Since(start)),
+		Refused: f.atOnce.Load(), Errors: f.dialErrs.Load(), Flood: fc,
+	}
+}
+
+// floodFrom opens connections with d one after the other, each held until
+// the broker closes it, until phaseCtx ends or cfg.Requests have been
+// attempted in all.
+func (r *attackRun) floodFrom(phaseCtx context.Context, d *net.Dialer, f *connFlood) {
+	var buf [1]byte
+	for phaseCtx.Err() == nil && f.attempts.Add(1) <= int64(r.cfg.Requests) {
+		conn, err := d.DialContext(phaseCtx, "tcp", r.client.Addr)
+		if err != nil {
+			if phaseCtx.Err() != nil {
+				return
+			}
+			f.dialErrs.Add(1)
+			r.errs.Add("flood dial: " + err.Error())
+			sleep.For(phaseCtx, floodRetryPause)
+			continue
+		}
+		f.opened.Add(1)
+		f.held.Add(1)
+		t0 := time.Now()
+		stop := context.AfterFunc(phaseCtx, func() { conn.Close() })
+		_, err = conn.Read(buf[:]) // the broker sends nothing before a request
+		stop()
+		conn.Close()
+		f.held.Add(-1)
+		if phaseCtx.Err() != nil {
+			return
+		}
+		if time.Since(t0) < floodRefusedWithin {
+			f.atOnce.Add(1)
+			if !errors.Is(err, net.ErrClosed) {
+				sleep.For(phaseCtx, floodRetryPause)
+			}
+		} else {
+			f.later.Add(1)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,19 @@ type CarrierHoldConfig struct {
 	HandshakeTimeout time.Duration
 }
 
+// carrierHold is the state of one RunCarrierHold call.
+type carrierHold struct {
+	cfg    CarrierHoldConfig
+	u      *url.URL
+	dialer *websocket.Dialer
+
+	errs                                measure.ErrorSamples
+	attempted, opened, refused, dropped atomic.Int64
+	mu                                  sync.Mutex
+	held                                []*websocket.Conn // guarded by mu
+	readers                             sync.WaitGroup
+}
+
 // RunCarrierHold opens cfg.Carriers carriers from one address and holds
 // them: the attack on the relay's connection and session budgets. It
 // reports how many the relay accepted and how many it closed while held.
@@ -62,90 +76,26 @@ func RunCarrierHold(ctx context.Context, cfg CarrierHoldConfig) (AttackResult, e
 	if err != nil {
 		return res, err
 	}
-	d := wsDialerFrom(cfg.Source, cfg.Insecure, cfg.AllowNonLoopback, sc.HandshakeTimeout)
-	var (
-		errs                                measure.ErrorSamples
-		attempted, opened, refused, dropped atomic.Int64
-		mu                                  sync.Mutex
-		held                                []*websocket.Conn
-		readers                             sync.WaitGroup
-	)
+	h := &carrierHold{cfg: cfg, u: u, dialer: wsDialerFrom(cfg.Source, cfg.Insecure, cfg.AllowNonLoopback, sc.HandshakeTimeout)}
 	prog := measure.StartProgress(cfg.Progress, cfg.ProgressInterval, mem.withRSS("relay", func() string {
 		return fmt.Sprintf("carrier-hold: %d opened, %d refused, %d closed by the relay, %d held",
-			opened.Load(), refused.Load(), dropped.Load(), opened.Load()-dropped.Load())
+			h.opened.Load(), h.refused.Load(), h.dropped.Load(), h.opened.Load()-h.dropped.Load())
 	}))
 	start := time.Now()
-	measure.RunPool(ctx, sc.Concurrency, sc.Conns, func() {
-		attempted.Add(1)
-		ws, err := wscarrier.DialCarrier(ctx, d, u, turbotunnel.NewClientID())
-		if err == nil && cfg.Packet != "" {
-			var msg bytes.Buffer
-			_, _ = encapsulation.WriteData(&msg, firstPacket(cfg.Packet, rand.Uint32()))
-			err = ws.WriteMessage(websocket.BinaryMessage, msg.Bytes())
-		}
-		if err != nil {
-			refused.Add(1)
-			errs.Add(err.Error())
-			if ws != nil {
-				ws.Close()
-			}
-			return
-		}
-		opened.Add(1)
-		mu.Lock()
-		held = append(held, ws)
-		mu.Unlock()
-		readers.Add(1)
-		go func() {
-			// The relay sends nothing to a carrier without a
-			// session: a read returns when it closes it (or
-			// when we do).
-			defer readers.Done()
-			for {
-				if _, _, err := ws.NextReader(); err != nil {
-					break
-				}
-			}
-			dropped.Add(1)
-		}()
-	})
+	measure.RunPool(ctx, sc.Concurrency, sc.Conns, func() { h.openOne(ctx) })
 	res.Elapsed = time.Since(start)
-	measure.Say(cfg.Progress, "carrier-hold: %d carriers open after %.1f s; holding for %v", opened.Load()-dropped.Load(), res.Elapsed.Seconds(), cfg.Hold)
-	var peakHeld int64
-	holdEnd := time.Now().Add(cfg.Hold)
-	var pad bytes.Buffer
-	_, _ = encapsulation.WritePadding(&pad, 1)
-	for ctx.Err() == nil && time.Now().Before(holdEnd) {
-		peakHeld = max(peakHeld, opened.Load()-dropped.Load())
-		step := time.Second
-		if cfg.KeepAlive > 0 {
-			step = min(step, cfg.KeepAlive)
-		}
-		sleep.For(ctx, min(step, time.Until(holdEnd)))
-		if cfg.KeepAlive > 0 {
-			mu.Lock()
-			for _, ws := range held {
-				_ = ws.SetWriteDeadline(time.Now().Add(time.Second))
-				_ = ws.WriteMessage(websocket.BinaryMessage, pad.Bytes())
-			}
-			mu.Unlock()
-		}
-	}
-	stillHeld := opened.Load() - dropped.Load()
+	measure.Say(cfg.Progress, "carrier-hold: %d carriers open after %.1f s; holding for %v", h.opened.Load()-h.dropped.Load(), res.Elapsed.Seconds(), cfg.Hold)
+	peakHeld := h.hold(ctx)
+	stillHeld := h.opened.Load() - h.dropped.Load()
 	prog.Stop()
-	mu.Lock()
-	for _, ws := range held {
-		ws.Close()
-	}
-	mu.Unlock()
-	readers.Wait()
+	h.release()
 	if cfg.PID > 0 {
 		measure.Say(cfg.Progress, "carrier-hold: released; watching the relay's memory for %v", sc.WatchAfter)
 		sleep.For(ctx, sc.WatchAfter)
 	}
 	res.Memory, res.Samples = mem.finish(sc.WatchAfter)
-	res.Attempted, res.Completed, res.Refused = attempted.Load(), opened.Load(), refused.Load()
-	res.Errors = errs.Get()
+	res.Attempted, res.Completed, res.Refused = h.attempted.Load(), h.opened.Load(), h.refused.Load()
+	res.Errors = h.errs.Get()
 	res.Extra = append(res.Extra,
 		Figure{"first packet", orDefault(cfg.Packet, "none")},
 		Figure{"carriers held at most", fmt.Sprint(peakHeld)},
@@ -153,4 +103,73 @@ func RunCarrierHold(ctx context.Context, cfg CarrierHoldConfig) (AttackResult, e
 		Figure{"hold", cfg.Hold.String()},
 	)
 	return res, ctx.Err()
+}
+
+// openOne opens a carrier, sends the first packet if there is one, and
+// keeps the carrier, noticing when the relay closes it.
+func (h *carrierHold) openOne(ctx context.Context) {
+	h.attempted.Add(1)
+	ws, err := wscarrier.DialCarrier(ctx, h.dialer, h.u, turbotunnel.NewClientID())
+	if err == nil && h.cfg.Packet != "" {
+		var msg bytes.Buffer
+		_, _ = encapsulation.WriteData(&msg, firstPacket(h.cfg.Packet, rand.Uint32()))
+		err = ws.WriteMessage(websocket.BinaryMessage, msg.Bytes())
+	}
+	if err != nil {
+		h.refused.Add(1)
+		h.errs.Add(err.Error())
+		if ws != nil {
+			ws.Close()
+		}
+		return
+	}
+	h.opened.Add(1)
+	h.mu.Lock()
+	h.held = append(h.held, ws)
+	h.mu.Unlock()
+	h.readers.Go(func() {
+		// The relay sends nothing to a carrier without a session: a read
+		// returns when it closes it (or when we do).
+		for {
+			if _, _, err := ws.NextReader(); err != nil {
+				break
+			}
+		}
+		h.dropped.Add(1)
+	})
+}
+
+// hold keeps the carriers for Hold, with a padding chunk every KeepAlive,
+// and returns how many were held at most.
+func (h *carrierHold) hold(ctx context.Context) (peakHeld int64) {
+	holdEnd := time.Now().Add(h.cfg.Hold)
+	var pad bytes.Buffer
+	_, _ = encapsulation.WritePadding(&pad, 1)
+	for ctx.Err() == nil && time.Now().Before(holdEnd) {
+		peakHeld = max(peakHeld, h.opened.Load()-h.dropped.Load())
+		step := time.Second
+		if h.cfg.KeepAlive > 0 {
+			step = min(step, h.cfg.KeepAlive)
+		}
+		sleep.For(ctx, min(step, time.Until(holdEnd)))
+		if h.cfg.KeepAlive > 0 {
+			h.mu.Lock()
+			for _, ws := range h.held {
+				_ = ws.SetWriteDeadline(time.Now().Add(time.Second))
+				_ = ws.WriteMessage(websocket.BinaryMessage, pad.Bytes())
+			}
+			h.mu.Unlock()
+		}
+	}
+	return peakHeld
+}
+
+// release closes every carrier and waits for their readers.
+func (h *carrierHold) release() {
+	h.mu.Lock()
+	for _, ws := range h.held {
+		ws.Close()
+	}
+	h.mu.Unlock()
+	h.readers.Wait()
 }

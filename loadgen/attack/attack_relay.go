@@ -327,6 +327,12 @@ func (m *memWatch) finish(after time.Duration) (*MemoryFigure, []procstat.ProcSa
 	return f, m.list
 }
 
+// sessionFlood counts one RunSessionFlood call's connections.
+type sessionFlood struct {
+	errs                         measure.ErrorSamples
+	attempted, completed, refuse atomic.Int64
+}
+
 // RunSessionFlood makes cfg.Conns connections that each send the token, a
 // random ClientID and one KCP packet, then close: the "sessions for
 // nothing" attack.
@@ -342,76 +348,36 @@ func RunSessionFlood(ctx context.Context, cfg SessionFloodConfig) (AttackResult,
 	}
 	var honestTunnel *wscarrier.Tunnel
 	if cfg.HonestBytes > 0 {
-		hd := wsDialerFrom(cfg.HonestSource, cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
-		honestTunnel, err = wscarrier.OpenTunnel(ctx, hd, u)
-		if err != nil {
-			return res, fmt.Errorf("honest client: %w", err)
-		}
-		defer honestTunnel.Close()
-	}
-	if cfg.PID > 0 && cfg.HonestBytes > 0 {
-		// The baseline is a relay in service: the honest client's
-		// session makes one download first, so that what its session
-		// holds is in the baseline as it is afterwards. The RSS before
-		// it is reported too.
-		fresh, err := procstat.ReadProc(cfg.PID)
-		if err != nil {
+		if honestTunnel, err = openHonest(ctx, cfg, u, &res); err != nil {
 			return res, err
 		}
-		warm := honestDownload(ctx, honestTunnel, cfg.HonestBytes)
-		if !warm.Intact {
-			return res, fmt.Errorf("warm-up download: %d bytes, intact %v, %s", warm.Bytes, warm.Intact, warm.Error)
-		}
-		res.Extra = append(res.Extra, Figure{"server RSS before the warm-up download (fresh)", measure.MiB(fresh.RSS)})
+		defer honestTunnel.Close()
 	}
 	mem, err := startMemWatch(cfg.PID, 250*time.Millisecond)
 	if err != nil {
 		return res, err
 	}
 	d := wsDialerFrom(cfg.Source, cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
-	var (
-		errs                         measure.ErrorSamples
-		attempted, completed, refuse atomic.Int64
-	)
+	var f sessionFlood
 	attackDone := make(chan struct{})
 	var honest *HonestResult
 	var honestWG sync.WaitGroup
 	if cfg.HonestBytes > 0 {
 		honest = &HonestResult{}
-		honestWG.Add(1)
-		go func() {
-			defer honestWG.Done()
+		honestWG.Go(func() {
 			*honest = honestDownload(ctx, honestTunnel, cfg.HonestBytes)
 			select {
 			case <-attackDone:
 			default:
 				honest.Finished = true
 			}
-		}()
+		})
 	}
 	prog := measure.StartProgress(cfg.Progress, cfg.ProgressInterval, mem.withRSS("relay", func() string {
-		return fmt.Sprintf("relay-sessions: %d/%d connections, %d refused", attempted.Load(), cfg.Conns, refuse.Load())
+		return fmt.Sprintf("relay-sessions: %d/%d connections, %d refused", f.attempted.Load(), cfg.Conns, f.refuse.Load())
 	}))
 	start := time.Now()
-	measure.RunPool(ctx, cfg.Concurrency, cfg.Conns, func() {
-		attempted.Add(1)
-		ws, err := wscarrier.DialCarrier(ctx, d, u, turbotunnel.NewClientID())
-		if err != nil {
-			refuse.Add(1)
-			errs.Add(err.Error())
-			return
-		}
-		var msg bytes.Buffer
-		_, _ = encapsulation.WriteData(&msg, firstPacket(cfg.Packet, rand.Uint32()))
-		_ = ws.SetWriteDeadline(time.Now().Add(cfg.HandshakeTimeout))
-		if err := ws.WriteMessage(websocket.BinaryMessage, msg.Bytes()); err != nil {
-			refuse.Add(1)
-			errs.Add(err.Error())
-		} else {
-			completed.Add(1)
-		}
-		ws.Close()
-	})
+	measure.RunPool(ctx, cfg.Concurrency, cfg.Conns, func() { f.one(ctx, d, u, cfg) })
 	res.Elapsed = time.Since(start)
 	close(attackDone)
 	prog.Stop()
@@ -422,11 +388,59 @@ func RunSessionFlood(ctx context.Context, cfg SessionFloodConfig) (AttackResult,
 		sleep.For(ctx, cfg.WatchAfter)
 	}
 	res.Memory, res.Samples = mem.finish(cfg.WatchAfter)
-	res.Attempted, res.Completed, res.Refused = attempted.Load(), completed.Load(), refuse.Load()
-	res.Errors = errs.Get()
+	res.Attempted, res.Completed, res.Refused = f.attempted.Load(), f.completed.Load(), f.refuse.Load()
+	res.Errors = f.errs.Get()
 	res.HonestCheck = honest
 	res.Notes = append(res.Notes, "completed: handshake, token, ClientID and packet written; what the relay did with them is in its metrics (flurry_relay_sessions_refused_total, flurry_relay_sessions_reclaimed_total)")
 	return res, ctx.Err()
+}
+
+// openHonest opens the honest client's tunnel and, given the relay's
+// PID, makes one download first, so that what its session holds is in the
+// baseline as it is afterwards (the RSS before it goes into res too).
+func openHonest(ctx context.Context, cfg SessionFloodConfig, u *url.URL, res *AttackResult) (*wscarrier.Tunnel, error) {
+	hd := wsDialerFrom(cfg.HonestSource, cfg.Insecure, cfg.AllowNonLoopback, cfg.HandshakeTimeout)
+	t, err := wscarrier.OpenTunnel(ctx, hd, u)
+	if err != nil {
+		return nil, fmt.Errorf("honest client: %w", err)
+	}
+	if cfg.PID <= 0 {
+		return t, nil
+	}
+	fresh, err := procstat.ReadProc(cfg.PID)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	warm := honestDownload(ctx, t, cfg.HonestBytes)
+	if !warm.Intact {
+		t.Close()
+		return nil, fmt.Errorf("warm-up download: %d bytes, intact %v, %s", warm.Bytes, warm.Intact, warm.Error)
+	}
+	res.Extra = append(res.Extra, Figure{"server RSS before the warm-up download (fresh)", measure.MiB(fresh.RSS)})
+	return t, nil
+}
+
+// one makes one flood connection: handshake, token, ClientID, one packet,
+// close.
+func (f *sessionFlood) one(ctx context.Context, d *websocket.Dialer, u *url.URL, cfg SessionFloodConfig) {
+	f.attempted.Add(1)
+	ws, err := wscarrier.DialCarrier(ctx, d, u, turbotunnel.NewClientID())
+	if err != nil {
+		f.refuse.Add(1)
+		f.errs.Add(err.Error())
+		return
+	}
+	var msg bytes.Buffer
+	_, _ = encapsulation.WriteData(&msg, firstPacket(cfg.Packet, rand.Uint32()))
+	_ = ws.SetWriteDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	if err := ws.WriteMessage(websocket.BinaryMessage, msg.Bytes()); err != nil {
+		f.refuse.Add(1)
+		f.errs.Add(err.Error())
+	} else {
+		f.completed.Add(1)
+	}
+	ws.Close()
 }
 
 func orDefault(s, def string) string {

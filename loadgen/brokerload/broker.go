@@ -193,7 +193,29 @@ type IdleStep struct {
 	MaxBytesPerPoll float64 `json:"max_bytes_per_poll,omitempty"`
 }
 
+// withDefaults fills in cfg's defaults, normalises its URLs and checks it.
 func (cfg BrokerConfig) withDefaults() (BrokerConfig, error) {
+	cfg = cfg.filled()
+	if err := cfg.parseURLs(); err != nil {
+		return cfg, err
+	}
+	if err := cfg.check(); err != nil {
+		return cfg, err
+	}
+	// Let the encoders check the rest once, up front.
+	for _, e := range cfg.ProxyTypes {
+		if _, err := cfg.pollTemplate(0, e.Value, messages.NATUnknown); err != nil {
+			return cfg, fmt.Errorf("%w: proxy type %q or relay pattern %q: %w", measure.ErrInvalidConfig, e.Value, cfg.RelayPattern, err)
+		}
+	}
+	if _, err := (messages.ClientPollRequest{Offer: brokerwire.FixedOffer, Fingerprint: cfg.Fingerprint}).Encode(); err != nil {
+		return cfg, fmt.Errorf("%w: fingerprint %q: %w", measure.ErrInvalidConfig, cfg.Fingerprint, err)
+	}
+	return cfg, nil
+}
+
+// filled returns cfg with its defaults filled in and its lists copied.
+func (cfg BrokerConfig) filled() BrokerConfig {
 	if cfg.Proxies == 0 {
 		cfg.Proxies = DefaultBrokerProxies
 	}
@@ -226,65 +248,66 @@ func (cfg BrokerConfig) withDefaults() (BrokerConfig, error) {
 	}
 	cfg.Proxies = max(cfg.Proxies, 0)
 	cfg.Progress = measure.LockWriter(cfg.Progress)
+	cfg.CheckURLs = slices.Clone(cfg.CheckURLs)
+	return cfg
+}
+
+// parseURLs checks cfg's URLs (loopback unless AllowNonLoopback) and
+// normalises URL and ClientURL.
+func (cfg *BrokerConfig) parseURLs() error {
 	u, err := measure.ParseURL(cfg.URL, cfg.AllowNonLoopback, "http", "https")
 	if err != nil {
-		return cfg, err
+		return err
 	}
 	cfg.URL = strings.TrimSuffix(u.String(), "/")
 	for _, c := range cfg.CheckURLs {
 		if _, err := measure.ParseURL(c, cfg.AllowNonLoopback, "http", "https"); err != nil {
-			return cfg, err
+			return err
 		}
 	}
-	cfg.CheckURLs = slices.Clone(cfg.CheckURLs)
 	if cfg.ClientURL != "" {
 		cu, err := measure.ParseURL(cfg.ClientURL, cfg.AllowNonLoopback, "http", "https")
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		cfg.ClientURL = strings.TrimSuffix(cu.String(), "/")
 	}
+	return nil
+}
 
+// check checks cfg's counts, durations, mixes and relay pattern.
+func (cfg *BrokerConfig) check() error {
 	switch {
 	case cfg.Proxies > measure.MaxPeers:
-		return cfg, fmt.Errorf("%w: proxies %d out of range 0..%d", measure.ErrInvalidConfig, cfg.Proxies, measure.MaxPeers)
+		return fmt.Errorf("%w: proxies %d out of range 0..%d", measure.ErrInvalidConfig, cfg.Proxies, measure.MaxPeers)
 	case len(cfg.Clients) > measure.MaxSteps || len(cfg.IdlePolls) > measure.MaxSteps:
-		return cfg, fmt.Errorf("%w: at most %d steps", measure.ErrInvalidConfig, measure.MaxSteps)
+		return fmt.Errorf("%w: at most %d steps", measure.ErrInvalidConfig, measure.MaxSteps)
 	case cfg.StepDuration < 0 || cfg.IdleSettle < 0 || cfg.IdleWindow < 0 || cfg.RequestTimeout < 0:
-		return cfg, fmt.Errorf("%w: negative duration", measure.ErrInvalidConfig)
+		return fmt.Errorf("%w: negative duration", measure.ErrInvalidConfig)
 	case cfg.Rate < 0:
-		return cfg, fmt.Errorf("%w: negative rate", measure.ErrInvalidConfig)
+		return fmt.Errorf("%w: negative rate", measure.ErrInvalidConfig)
 	}
 	for _, n := range cfg.Clients {
 		if n < 0 || n > measure.MaxPeers {
-			return cfg, fmt.Errorf("%w: clients %d out of range 0..%d", measure.ErrInvalidConfig, n, measure.MaxPeers)
+			return fmt.Errorf("%w: clients %d out of range 0..%d", measure.ErrInvalidConfig, n, measure.MaxPeers)
 		}
 	}
 	for _, n := range cfg.IdlePolls {
 		if n <= 0 || n > measure.MaxPeers {
-			return cfg, fmt.Errorf("%w: idle polls %d out of range 1..%d", measure.ErrInvalidConfig, n, measure.MaxPeers)
+			return fmt.Errorf("%w: idle polls %d out of range 1..%d", measure.ErrInvalidConfig, n, measure.MaxPeers)
 		}
 	}
 	for _, m := range []Mix{cfg.ProxyNAT, cfg.ClientNAT} {
 		for _, e := range m {
 			if _, err := messages.NormalizeNAT(e.Value); err != nil || e.Value == "" {
-				return cfg, fmt.Errorf("%w: NAT type %q (want unrestricted, restricted or unknown)", measure.ErrInvalidConfig, e.Value)
+				return fmt.Errorf("%w: NAT type %q (want unrestricted, restricted or unknown)", measure.ErrInvalidConfig, e.Value)
 			}
 		}
 	}
 	if _, err := relaypattern.Parse(cfg.RelayPattern); err != nil {
-		return cfg, fmt.Errorf("%w: relay pattern %q: %w", measure.ErrInvalidConfig, cfg.RelayPattern, err)
+		return fmt.Errorf("%w: relay pattern %q: %w", measure.ErrInvalidConfig, cfg.RelayPattern, err)
 	}
-	// Let the encoders check the rest once, up front.
-	for _, e := range cfg.ProxyTypes {
-		if _, err := cfg.pollTemplate(0, e.Value, messages.NATUnknown); err != nil {
-			return cfg, fmt.Errorf("%w: proxy type %q or relay pattern %q: %w", measure.ErrInvalidConfig, e.Value, cfg.RelayPattern, err)
-		}
-	}
-	if _, err := (messages.ClientPollRequest{Offer: brokerwire.FixedOffer, Fingerprint: cfg.Fingerprint}).Encode(); err != nil {
-		return cfg, fmt.Errorf("%w: fingerprint %q: %w", measure.ErrInvalidConfig, cfg.Fingerprint, err)
-	}
-	return cfg, nil
+	return nil
 }
 
 // pollTemplate returns a poll template for a proxy of type typ and NAT nat
@@ -321,40 +344,9 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 	if err != nil {
 		return BrokerResult{}, err
 	}
-	conns := cfg.Proxies + slices.Max(cfg.Clients)
-	if len(cfg.IdlePolls) > 0 {
-		conns = max(conns, slices.Max(cfg.IdlePolls))
-	}
-	if _, err := measure.RaiseFileLimit(uint64(conns) + 256); err != nil {
-		return BrokerResult{}, err
-	}
-	u, err := url.Parse(cfg.URL) // checked by withDefaults
+	r, err := newBrokerRun(cfg)
 	if err != nil {
-		return BrokerResult{}, fmt.Errorf("%w: %w", measure.ErrInvalidConfig, err)
-	}
-	r := &brokerRun{
-		cfg:          cfg,
-		client:       brokerwire.NewH1Client(u, cfg.RequestTimeout, cfg.Insecure, cfg.AllowNonLoopback),
-		proc:         procstat.Watcher{PID: cfg.PID},
-		clientBodies: make(map[string][]byte),
-	}
-	r.clients = r.client
-	if cfg.ClientURL != "" {
-		cu, err := url.Parse(cfg.ClientURL) // checked by withDefaults
-		if err != nil {
-			return BrokerResult{}, fmt.Errorf("%w: %w", measure.ErrInvalidConfig, err)
-		}
-		r.clients = brokerwire.NewH1Client(cu, cfg.RequestTimeout, cfg.Insecure, cfg.AllowNonLoopback)
-	}
-	if _, err := brokerwire.AnswerTemplate(); err != nil {
 		return BrokerResult{}, err
-	}
-	for _, e := range cfg.ClientNAT {
-		b, err := messages.ClientPollRequest{Offer: brokerwire.FixedOffer, NAT: e.Value, Fingerprint: cfg.Fingerprint}.Encode()
-		if err != nil {
-			return BrokerResult{}, fmt.Errorf("%w: %w", measure.ErrInvalidConfig, err)
-		}
-		r.clientBodies[e.Value] = b
 	}
 	res := BrokerResult{
 		URL: cfg.URL, ClientURL: cfg.ClientURL, Proxies: cfg.Proxies, ProxyNAT: cfg.ProxyNAT.String(), ProxyTypes: cfg.ProxyTypes.String(),
@@ -364,7 +356,6 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 	if _, _, err := r.proc.Sample(); err != nil {
 		return res, err
 	}
-
 	if len(cfg.IdlePolls) > 0 {
 		idle := r.runIdle(ctx) // its connections are closed
 		res.Idle = &idle
@@ -376,28 +367,8 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 			return res, err
 		}
 	}
-
-	proxyCtx, stopProxies := context.WithCancel(ctx)
-	var proxies sync.WaitGroup
-	for i := range cfg.Proxies {
-		proxies.Go(func() { r.proxyLoop(proxyCtx, i) })
-	}
-	for i, n := range cfg.Clients {
-		if ctx.Err() != nil {
-			break
-		}
-		measure.Say(cfg.Progress, "broker: step %d/%d: %d clients, %d proxies, %v", i+1, len(cfg.Clients), n, cfg.Proxies, cfg.StepDuration)
-		res.Steps = append(res.Steps, r.runStep(ctx, i, n))
-	}
-	stopProxies()
-	proxies.Wait()
-
-	res.Proxy = ProxyCounts{
-		Polls: r.proxy.polls.Load(), Matches: r.proxy.matches.Load(), NoMatch: r.proxy.noMatch.Load(),
-		RelayPatternRejected: r.proxy.rejected.Load(), Errors: r.proxy.errors.Load(),
-		AnswersSuccess: r.proxy.answerOK.Load(), AnswersClientGone: r.proxy.answerGone.Load(),
-		AnswerErrors: r.proxy.answerErr.Load(),
-	}
+	res.Steps = r.runSteps(ctx)
+	res.Proxy = r.proxyCounts()
 	res.ErrorSamples = r.errs.Get()
 	if err := ctx.Err(); err != nil {
 		return res, err
@@ -412,6 +383,77 @@ func RunBroker(ctx context.Context, cfg BrokerConfig) (BrokerResult, error) {
 		return res, fmt.Errorf("%w: %d offers, no match (errors: %s)", measure.ErrNoProgress, offers, strings.Join(res.ErrorSamples, "; "))
 	}
 	return res, nil
+}
+
+// newBrokerRun raises the file limit for cfg's connections and prepares
+// the clients and their request bodies.
+func newBrokerRun(cfg BrokerConfig) (*brokerRun, error) {
+	conns := cfg.Proxies + slices.Max(cfg.Clients)
+	if len(cfg.IdlePolls) > 0 {
+		conns = max(conns, slices.Max(cfg.IdlePolls))
+	}
+	if _, err := measure.RaiseFileLimit(uint64(conns) + 256); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(cfg.URL) // checked by withDefaults
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", measure.ErrInvalidConfig, err)
+	}
+	r := &brokerRun{
+		cfg:          cfg,
+		client:       brokerwire.NewH1Client(u, cfg.RequestTimeout, cfg.Insecure, cfg.AllowNonLoopback),
+		proc:         procstat.Watcher{PID: cfg.PID},
+		clientBodies: make(map[string][]byte),
+	}
+	r.clients = r.client
+	if cfg.ClientURL != "" {
+		cu, err := url.Parse(cfg.ClientURL) // checked by withDefaults
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", measure.ErrInvalidConfig, err)
+		}
+		r.clients = brokerwire.NewH1Client(cu, cfg.RequestTimeout, cfg.Insecure, cfg.AllowNonLoopback)
+	}
+	if _, err := brokerwire.AnswerTemplate(); err != nil {
+		return nil, err
+	}
+	for _, e := range cfg.ClientNAT {
+		b, err := messages.ClientPollRequest{Offer: brokerwire.FixedOffer, NAT: e.Value, Fingerprint: cfg.Fingerprint}.Encode()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", measure.ErrInvalidConfig, err)
+		}
+		r.clientBodies[e.Value] = b
+	}
+	return r, nil
+}
+
+// runSteps runs the client steps with the proxies polling throughout.
+func (r *brokerRun) runSteps(ctx context.Context) []BrokerStep {
+	proxyCtx, stopProxies := context.WithCancel(ctx)
+	var proxies sync.WaitGroup
+	for i := range r.cfg.Proxies {
+		proxies.Go(func() { r.proxyLoop(proxyCtx, i) })
+	}
+	var steps []BrokerStep
+	for i, n := range r.cfg.Clients {
+		if ctx.Err() != nil {
+			break
+		}
+		measure.Say(r.cfg.Progress, "broker: step %d/%d: %d clients, %d proxies, %v", i+1, len(r.cfg.Clients), n, r.cfg.Proxies, r.cfg.StepDuration)
+		steps = append(steps, r.runStep(ctx, i, n))
+	}
+	stopProxies()
+	proxies.Wait()
+	return steps
+}
+
+// proxyCounts are the simulated proxies' counts so far.
+func (r *brokerRun) proxyCounts() ProxyCounts {
+	return ProxyCounts{
+		Polls: r.proxy.polls.Load(), Matches: r.proxy.matches.Load(), NoMatch: r.proxy.noMatch.Load(),
+		RelayPatternRejected: r.proxy.rejected.Load(), Errors: r.proxy.errors.Load(),
+		AnswersSuccess: r.proxy.answerOK.Load(), AnswersClientGone: r.proxy.answerGone.Load(),
+		AnswerErrors: r.proxy.answerErr.Load(),
+	}
 }
 
 // proxyLoop is simulated proxy i: poll, answer a match, poll again at once
