@@ -163,18 +163,7 @@ func RunChain(ctx context.Context, cfg ChainConfig) (ChainResult, error) {
 		res.Target = cfg.URL
 	}
 	sd := &socks5.Dialer{Proxy: cfg.SOCKSAddr, User: cfg.SOCKSUsername, Password: cfg.SOCKSPassword, Dialer: measure.NewDialer(cfg.AllowNonLoopback)}
-	hc := &http.Client{
-		Transport: &http.Transport{
-			Proxy:              nil,
-			DialContext:        sd.DialContext,
-			DisableKeepAlives:  true, // every request is a fresh stream through the chain
-			DisableCompression: true,
-		},
-		Timeout: cfg.RequestTimeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	hc := chainHTTPClient(sd, cfg.RequestTimeout)
 	defer hc.CloseIdleConnections()
 
 	var (
@@ -190,19 +179,8 @@ func RunChain(ctx context.Context, cfg ChainConfig) (ChainResult, error) {
 			el.Seconds(), ok.Load()+failed.Load(), cfg.Requests, failed.Load(), float64(total.Load())/1e6/el.Seconds())
 	})
 	measure.RunPool(ctx, cfg.Concurrency, cfg.Requests, func() {
-		reqCtx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 		t0 := time.Now()
-		var first time.Time
-		var err error
-		switch cfg.Mode {
-		case ChainGet:
-			first, err = chainGet(reqCtx, hc, cfg.URL, cfg.Bytes, &total)
-		case ChainRead:
-			first, err = chainRead(reqCtx, sd, cfg.Target, cfg.Bytes, &total)
-		case ChainEcho:
-			first, err = chainEcho(reqCtx, sd, cfg.Target, cfg.Bytes, &total)
-		}
-		cancel()
+		first, err := chainRequest(ctx, cfg, hc, sd, &total)
 		if ctx.Err() != nil {
 			return
 		}
@@ -231,6 +209,39 @@ func RunChain(ctx context.Context, cfg ChainConfig) (ChainResult, error) {
 		return res, fmt.Errorf("%w: every request failed (%v)", measure.ErrNoProgress, res.ErrorSamples)
 	}
 	return res, nil
+}
+
+// chainHTTPClient is the client of ChainGet: every request a fresh
+// connection through sd, no redirect followed.
+func chainHTTPClient(sd *socks5.Dialer, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:              nil,
+			DialContext:        sd.DialContext,
+			DisableKeepAlives:  true, // every request is a fresh stream through the chain
+			DisableCompression: true,
+		},
+		Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// chainRequest makes one request of cfg.Mode, bounded by RequestTimeout,
+// counting its bytes in total; it returns when the first byte came.
+func chainRequest(ctx context.Context, cfg ChainConfig, hc *http.Client, sd *socks5.Dialer, total *atomic.Int64) (time.Time, error) {
+	reqCtx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+	defer cancel()
+	switch cfg.Mode {
+	case ChainGet:
+		return chainGet(reqCtx, hc, cfg.URL, cfg.Bytes, total)
+	case ChainRead:
+		return chainRead(reqCtx, sd, cfg.Target, cfg.Bytes, total)
+	case ChainEcho:
+		return chainEcho(reqCtx, sd, cfg.Target, cfg.Bytes, total)
+	}
+	return time.Time{}, nil
 }
 
 // countingReader counts what it reads and notes when the first byte came.

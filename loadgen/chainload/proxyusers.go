@@ -202,6 +202,8 @@ func RunProxyUsers(ctx context.Context, cfg ProxyUsersConfig) (ProxyUsersResult,
 	return res, nil
 }
 
+// runProxyUsersOnce starts im's chain, runs n users through its proxy
+// and stops it.
 func runProxyUsersOnce(ctx context.Context, cfg ProxyUsersConfig, im chainproc.Implementation, n int, dir string) (ProxyUsersRun, error) {
 	run := ProxyUsersRun{Implementation: im.Name, Users: n, CPUMsPerMB: map[string]float64{}, PeakRSS: map[string]int64{}}
 	udp0, _ := procstat.SocketMemory("UDP")
@@ -225,21 +227,7 @@ func runProxyUsersOnce(ctx context.Context, cfg ProxyUsersConfig, im chainproc.I
 	}()
 	measure.Say(cfg.Progress, "%s: %d users connecting", im.Name, n)
 	start := time.Now()
-	dialer := &socks5.Dialer{Proxy: chain.SOCKSAddr, Dialer: measure.NewDialer(false)}
-	for i := range n {
-		workers.Go(func() {
-			dctx, cancel := context.WithTimeout(userCtx, cfg.StartTimeout)
-			conn, err := dialer.DialContext(dctx, "tcp", chain.Target.Addr())
-			cancel()
-			if err != nil {
-				if userCtx.Err() == nil {
-					users.Fail(i, "socks: "+err.Error())
-				}
-				return
-			}
-			users.Run(userCtx, i, conn)
-		})
-	}
+	connectUsers(userCtx, cfg.StartTimeout, chain, users, &workers)
 	prog := measure.StartProgress(cfg.Progress, cfg.ProgressInterval, func() string {
 		return fmt.Sprintf("%s: %d of %d users started after %.0f s", im.Name, users.Started(), n, time.Since(start).Seconds())
 	})
@@ -251,44 +239,87 @@ func runProxyUsersOnce(ctx context.Context, cfg ProxyUsersConfig, im chainproc.I
 		return run, fmt.Errorf("%w: no user received a byte (%v)", measure.ErrNoProgress, run.ErrorSamples)
 	}
 	sleep.For(ctx, cfg.WarmUp)
+	w := measureProxyWindow(ctx, cfg, fmt.Sprintf("%s, %d users", im.Name, n), chain, users, udp0)
+	w.fill(&run, chain, users)
+	run.ErrorSamples = errs.Get()
+	return run, ctx.Err()
+}
 
+// connectUsers connects every user of users through the chain's client to
+// its target, each within timeout, and runs it under userCtx.
+func connectUsers(userCtx context.Context, timeout time.Duration, chain *chainproc.Chain, users *manyusers.Group, workers *sync.WaitGroup) {
+	dialer := &socks5.Dialer{Proxy: chain.SOCKSAddr, Dialer: measure.NewDialer(false)}
+	for i := range users.Len() {
+		workers.Go(func() {
+			dctx, cancel := context.WithTimeout(userCtx, timeout)
+			conn, err := dialer.DialContext(dctx, "tcp", chain.Target.Addr())
+			cancel()
+			if err != nil {
+				if userCtx.Err() == nil {
+					users.Fail(i, "socks: "+err.Error())
+				}
+				return
+			}
+			users.Run(userCtx, i, conn)
+		})
+	}
+}
+
+// proxyWindow is what the measured window of a proxy-users run saw.
+type proxyWindow struct {
+	elapsed        time.Duration
+	cpu0, cpu1     map[string]time.Duration // by role
+	drops0, drops1 int64                    // UDP receive-buffer drops
+	rss            []int64                  // the proxy's
+	udpMemory      int64                    // growth of UDP socket memory, taken mid-window
+	users          manyusers.WindowCounts
+}
+
+// measureProxyWindow measures cfg.Duration of the running users; name
+// labels its progress lines.
+func measureProxyWindow(ctx context.Context, cfg ProxyUsersConfig, name string, chain *chainproc.Chain, users *manyusers.Group, udp0 int64) proxyWindow {
+	var w proxyWindow
 	proxy := procstat.Watcher{PID: chain.Procs[chainproc.RoleProxy].PID()}
 	users.Measuring.Store(true)
 	a := users.Snapshot()
-	cpu0 := chain.CPUTimes()
-	drops0, _ := procstat.UDPCounter("RcvbufErrors")
+	w.cpu0 = chain.CPUTimes()
+	w.drops0, _ = procstat.UDPCounter("RcvbufErrors")
 	begin := time.Now()
-	var rss []int64
 	udpTaken := false
-	prog = measure.StartProgress(cfg.Progress, cfg.ProgressInterval, func() string {
-		return fmt.Sprintf("%s, %d users: %.0fs/%v measured", im.Name, n, time.Since(begin).Seconds(), cfg.Duration)
+	prog := measure.StartProgress(cfg.Progress, cfg.ProgressInterval, func() string {
+		return fmt.Sprintf("%s: %.0fs/%v measured", name, time.Since(begin).Seconds(), cfg.Duration)
 	})
 	for time.Since(begin) < cfg.Duration && ctx.Err() == nil {
 		sleep.For(ctx, min(500*time.Millisecond, cfg.Duration-time.Since(begin)))
 		if s, ok, _ := proxy.Sample(); ok {
-			rss = append(rss, s.RSS)
+			w.rss = append(w.rss, s.RSS)
 		}
 		if !udpTaken && time.Since(begin) >= cfg.Duration/2 {
 			if m, err := procstat.SocketMemory("UDP"); err == nil {
-				run.UDPSocketMemory = m - udp0
+				w.udpMemory = m - udp0
 			}
 			udpTaken = true
 		}
 	}
 	prog.Stop()
-	cpu1 := chain.CPUTimes()
-	drops1, _ := procstat.UDPCounter("RcvbufErrors")
+	w.cpu1 = chain.CPUTimes()
+	w.drops1, _ = procstat.UDPCounter("RcvbufErrors")
 	b := users.Snapshot()
-	elapsed := time.Since(begin)
+	w.elapsed = time.Since(begin)
 	users.Measuring.Store(false)
+	w.users = users.Window(a, b, w.elapsed)
+	return w
+}
 
-	w := users.Window(a, b, elapsed)
-	run.ElapsedSeconds = measure.Seconds(elapsed)
-	run.MB = measure.Round3(float64(w.Bytes) / 1e6)
-	run.MBPerSec = measure.Round3(run.MB / elapsed.Seconds())
+// fill computes run's figures from the window and the chain's peak RSS.
+func (w proxyWindow) fill(run *ProxyUsersRun, chain *chainproc.Chain, users *manyusers.Group) {
+	run.UDPSocketMemory = w.udpMemory
+	run.ElapsedSeconds = measure.Seconds(w.elapsed)
+	run.MB = measure.Round3(float64(w.users.Bytes) / 1e6)
+	run.MBPerSec = measure.Round3(run.MB / w.elapsed.Seconds())
 	if run.MB > 0 {
-		for role, t := range cpu1 {
-			run.CPUMsPerMB[role] = measure.Round3(float64(t-cpu0[role]) / 1e6 / run.MB)
+		for role, t := range w.cpu1 {
+			run.CPUMsPerMB[role] = measure.Round3(float64(t-w.cpu0[role]) / 1e6 / run.MB)
 		}
 	}
 	for role, p := range chain.Procs {
@@ -296,14 +327,12 @@ func runProxyUsersOnce(ctx context.Context, cfg ProxyUsersConfig, im chainproc.I
 			run.PeakRSS[role] = s.HWM
 		}
 	}
-	run.ProxyRSS = measure.Median(rss)
-	run.RcvbufErrors = drops1 - drops0
-	run.Classes = w.Classes
-	run.SlowestToMedian = manyusers.SlowestToMedian(w.Classes)
+	run.ProxyRSS = measure.Median(w.rss)
+	run.RcvbufErrors = w.drops1 - w.drops0
+	run.Classes = w.users.Classes
+	run.SlowestToMedian = manyusers.SlowestToMedian(w.users.Classes)
 	run.Latency = users.Latency.Percentiles()
 	run.FailedUsers = users.Failed.Load()
-	run.ErrorSamples = errs.Get()
-	return run, ctx.Err()
 }
 
 func summarizeProxyUsers(runs []ProxyUsersRun, name string, n int) ProxyUsersSummary {

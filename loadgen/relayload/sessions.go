@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/flurrypt/flurry/loadgen/internal/measure"
 	"github.com/flurrypt/flurry/loadgen/internal/wscarrier"
 	"github.com/flurrypt/flurry/loadgen/procstat"
+	"github.com/gorilla/websocket"
 )
 
 // RelaySessionsConfig configures RunRelaySessions: turbotunnel sessions
@@ -74,80 +76,25 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 	if res.BaselineRSSBytes, err = proc.BaselineRSS(); err != nil {
 		return res, err
 	}
-	var (
-		errs     measure.ErrorSamples
-		failed   atomic.Int64
-		open     atomic.Int64
-		set      wscarrier.TunnelSet
-		setupCtx = ctx
-	)
-	openOne := func() {
-		t, err := wscarrier.OpenTunnel(setupCtx, d, u)
-		if err != nil {
-			failed.Add(1)
-			errs.Add("carrier: " + err.Error())
-			return
-		}
-		set.AddTunnel(t)
-		st, err := t.Mux.OpenStream()
-		if err == nil {
-			_ = st.SetDeadline(time.Now().Add(idleCfg.HandshakeTimeout + 20*time.Second))
-			var b [1]byte
-			if _, err = st.Write([]byte{'x'}); err == nil {
-				_, err = io.ReadFull(st, b[:])
-			}
-			_ = st.SetDeadline(time.Time{})
-		}
-		if err != nil {
-			failed.Add(1)
-			errs.Add("stream: " + err.Error())
-			if st != nil {
-				st.Close()
-			}
-			return
-		}
-		if cfg.Active {
-			set.AddStream(st)
-		} else {
-			st.Close()
-		}
-		open.Add(1)
-	}
+	ss := &sessionSet{dialer: d, u: u, active: cfg.Active, streamTimeout: idleCfg.HandshakeTimeout + 20*time.Second}
 	attempted := 0
 	for _, k := range steps {
 		measure.Say(cfg.Progress, "relay sessions: opening sessions up to %d (active %v)", k, cfg.Active)
 		start := time.Now()
-		measure.RunPool(ctx, idleCfg.DialConcurrency, k-attempted, openOne)
+		measure.RunPool(ctx, idleCfg.DialConcurrency, k-attempted, func() { ss.openOne(ctx) })
 		attempted = k
 		step := SessionStep{Sessions: k, OpenSeconds: measure.Seconds(time.Since(start))}
 		if !sleep.For(ctx, settle) {
 			break
 		}
-		first, _, _ := proc.Sample()
-		var rss []int64
-		var last procstat.ProcSample
-		for range 5 {
-			if s, ok, _ := proc.Sample(); ok {
-				rss = append(rss, s.RSS)
-				last = s
-			}
-			sleep.For(ctx, measure.SampleGap(settle))
-		}
-		step.Open = open.Load()
-		if len(rss) > 0 {
-			step.RSSBytes = measure.Median(rss)
-			step.CPUPercent = procstat.CPUPercent(first, last)
-			if step.Open > 0 {
-				step.BytesPerSession = float64(step.RSSBytes-res.BaselineRSSBytes) / float64(step.Open)
-			}
-		}
+		ss.sample(ctx, &step, proc, settle, res.BaselineRSSBytes)
 		res.Steps = append(res.Steps, step)
 		measure.Say(cfg.Progress, "relay sessions: %d open, relay RSS %s (%.0f bytes/session), relay CPU %.0f%%",
 			step.Open, measure.MiB(step.RSSBytes), step.BytesPerSession, step.CPUPercent)
 	}
-	set.CloseAll()
-	res.Errors = failed.Load()
-	res.ErrorSamples = errs.Get()
+	ss.set.CloseAll()
+	res.Errors = ss.failed.Load()
+	res.ErrorSamples = ss.errs.Get()
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
@@ -155,6 +102,76 @@ func RunRelaySessions(ctx context.Context, cfg RelaySessionsConfig) (RelaySessio
 		return res, fmt.Errorf("%w: no session opened (%v)", measure.ErrNoProgress, res.ErrorSamples)
 	}
 	return res, nil
+}
+
+// sessionSet is the sessions of one RunRelaySessions call.
+type sessionSet struct {
+	dialer        *websocket.Dialer
+	u             *url.URL
+	active        bool          // keep one stream per session open
+	streamTimeout time.Duration // bound on the first stream's echo
+
+	errs         measure.ErrorSamples
+	failed, open atomic.Int64
+	set          wscarrier.TunnelSet
+}
+
+// openOne opens a session and echoes one byte on a stream, which it keeps
+// open if active.
+func (ss *sessionSet) openOne(ctx context.Context) {
+	t, err := wscarrier.OpenTunnel(ctx, ss.dialer, ss.u)
+	if err != nil {
+		ss.failed.Add(1)
+		ss.errs.Add("carrier: " + err.Error())
+		return
+	}
+	ss.set.AddTunnel(t)
+	st, err := t.Mux.OpenStream()
+	if err == nil {
+		_ = st.SetDeadline(time.Now().Add(ss.streamTimeout))
+		var b [1]byte
+		if _, err = st.Write([]byte{'x'}); err == nil {
+			_, err = io.ReadFull(st, b[:])
+		}
+		_ = st.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		ss.failed.Add(1)
+		ss.errs.Add("stream: " + err.Error())
+		if st != nil {
+			st.Close()
+		}
+		return
+	}
+	if ss.active {
+		ss.set.AddStream(st)
+	} else {
+		st.Close()
+	}
+	ss.open.Add(1)
+}
+
+// sample fills in step's open sessions and the relay's memory (the median
+// of five samples over settle) and CPU.
+func (ss *sessionSet) sample(ctx context.Context, step *SessionStep, proc procstat.Watcher, settle time.Duration, baseline int64) {
+	first, _, _ := proc.Sample()
+	var rss []int64
+	var last procstat.ProcSample
+	for range 5 {
+		if s, ok, _ := proc.Sample(); ok {
+			rss = append(rss, s.RSS)
+			last = s
+		}
+		sleep.For(ctx, measure.SampleGap(settle))
+	}
+	step.Open = ss.open.Load()
+	if len(rss) > 0 {
+		step.RSSBytes = measure.Median(rss)
+		step.CPUPercent = procstat.CPUPercent(first, last)
+		if step.Open > 0 {
+			step.BytesPerSession = float64(step.RSSBytes-baseline) / float64(step.Open)
+		}
+	}
 }
 
 // WriteTable writes rs as a readable table.

@@ -397,75 +397,14 @@ const (
 // connection closes with it).
 func serveSOCKS(c net.Conn, user, pass string, requests *atomic.Int64) {
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	var head [2]byte
-	if _, err := io.ReadFull(c, head[:]); err != nil || head[0] != 5 {
+	if !socksAuthenticate(c, user, pass) {
 		return
 	}
-	methods := make([]byte, head[1])
-	if _, err := io.ReadFull(c, methods); err != nil {
+	host, port, ok := readSOCKSConnect(c)
+	if !ok {
 		return
 	}
-	want := byte(fakeNoAuth)
-	if user != "" {
-		want = fakeUserPass
-	}
-	if !bytes.Contains(methods, []byte{want}) {
-		_, _ = c.Write([]byte{5, fakeNoAcceptable})
-		return
-	}
-	_, _ = c.Write([]byte{5, want})
-	if want == fakeUserPass {
-		var v [2]byte
-		if _, err := io.ReadFull(c, v[:]); err != nil {
-			return
-		}
-		u := make([]byte, v[1])
-		if _, err := io.ReadFull(c, u); err != nil {
-			return
-		}
-		if _, err := io.ReadFull(c, v[:1]); err != nil {
-			return
-		}
-		p := make([]byte, v[0])
-		if _, err := io.ReadFull(c, p); err != nil {
-			return
-		}
-		if string(u) != user || string(p) != pass {
-			_, _ = c.Write([]byte{1, 1})
-			return
-		}
-		_, _ = c.Write([]byte{1, 0})
-	}
-	var req [4]byte
-	if _, err := io.ReadFull(c, req[:]); err != nil || req[1] != fakeConnect {
-		return
-	}
-	var host string
-	switch req[3] {
-	case fakeIPv4:
-		var a [4]byte
-		if _, err := io.ReadFull(c, a[:]); err != nil {
-			return
-		}
-		host = net.IP(a[:]).String()
-	case fakeDomain:
-		var n [1]byte
-		if _, err := io.ReadFull(c, n[:]); err != nil {
-			return
-		}
-		h := make([]byte, n[0])
-		if _, err := io.ReadFull(c, h); err != nil {
-			return
-		}
-		host = string(h)
-	default:
-		return
-	}
-	var port [2]byte
-	if _, err := io.ReadFull(c, port[:]); err != nil {
-		return
-	}
-	target := net.JoinHostPort(host, itoa(int(port[0])<<8|int(port[1])))
+	target := net.JoinHostPort(host, itoa(port))
 	if !isLoopback(host) {
 		_, _ = c.Write([]byte{5, 2, 0, 1, 0, 0, 0, 0, 0, 0})
 		return
@@ -487,6 +426,86 @@ func serveSOCKS(c net.Conn, user, pass string, requests *atomic.Int64) {
 	_, _ = io.Copy(c, up)
 	c.Close()
 	wg.Wait()
+}
+
+// socksAuthenticate reads the client's methods and, with a user, checks
+// its user and password (RFC 1929); it reports whether the client may go
+// on.
+func socksAuthenticate(c net.Conn, user, pass string) bool {
+	var head [2]byte
+	if _, err := io.ReadFull(c, head[:]); err != nil || head[0] != 5 {
+		return false
+	}
+	methods := make([]byte, head[1])
+	if _, err := io.ReadFull(c, methods); err != nil {
+		return false
+	}
+	want := byte(fakeNoAuth)
+	if user != "" {
+		want = fakeUserPass
+	}
+	if !bytes.Contains(methods, []byte{want}) {
+		_, _ = c.Write([]byte{5, fakeNoAcceptable})
+		return false
+	}
+	_, _ = c.Write([]byte{5, want})
+	if want != fakeUserPass {
+		return true
+	}
+	var v [2]byte
+	if _, err := io.ReadFull(c, v[:]); err != nil {
+		return false
+	}
+	u := make([]byte, v[1])
+	if _, err := io.ReadFull(c, u); err != nil {
+		return false
+	}
+	if _, err := io.ReadFull(c, v[:1]); err != nil {
+		return false
+	}
+	p := make([]byte, v[0])
+	if _, err := io.ReadFull(c, p); err != nil {
+		return false
+	}
+	if string(u) != user || string(p) != pass {
+		_, _ = c.Write([]byte{1, 1})
+		return false
+	}
+	_, _ = c.Write([]byte{1, 0})
+	return true
+}
+
+// readSOCKSConnect reads a CONNECT request to an IPv4 address or a name.
+func readSOCKSConnect(c net.Conn) (host string, port int, ok bool) {
+	var req [4]byte
+	if _, err := io.ReadFull(c, req[:]); err != nil || req[1] != fakeConnect {
+		return "", 0, false
+	}
+	switch req[3] {
+	case fakeIPv4:
+		var a [4]byte
+		if _, err := io.ReadFull(c, a[:]); err != nil {
+			return "", 0, false
+		}
+		host = net.IP(a[:]).String()
+	case fakeDomain:
+		var n [1]byte
+		if _, err := io.ReadFull(c, n[:]); err != nil {
+			return "", 0, false
+		}
+		h := make([]byte, n[0])
+		if _, err := io.ReadFull(c, h); err != nil {
+			return "", 0, false
+		}
+		host = string(h)
+	default:
+		return "", 0, false
+	}
+	var p [2]byte
+	if _, err := io.ReadFull(c, p[:]); err != nil {
+		return "", 0, false
+	}
+	return host, int(p[0])<<8 | int(p[1]), true
 }
 
 func itoa(n int) string {

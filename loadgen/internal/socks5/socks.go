@@ -83,7 +83,25 @@ func (d *Dialer) DialContext(ctx context.Context, _, addr string) (net.Conn, err
 	return c, nil
 }
 
+// handshake negotiates the method (and authenticates) on c, then asks
+// the proxy to connect to host:port and reads its reply.
 func (d *Dialer) handshake(c net.Conn, host string, port uint16) error {
+	if err := d.authenticate(c); err != nil {
+		return err
+	}
+	req, err := connectRequest(host, port)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Write(req); err != nil {
+		return fmt.Errorf("%w: connect request: %w", ErrSOCKS, err)
+	}
+	return readConnectReply(c)
+}
+
+// authenticate negotiates no authentication, or user/password (RFC 1929)
+// when the dialer has a user or password, and authenticates.
+func (d *Dialer) authenticate(c net.Conn) error {
 	greeting := []byte{socksVersion, 1, socksNoAuth}
 	if d.User != "" || d.Password != "" {
 		greeting = []byte{socksVersion, 1, socksUserPass}
@@ -98,25 +116,31 @@ func (d *Dialer) handshake(c net.Conn, host string, port uint16) error {
 	if reply[0] != socksVersion || reply[1] != greeting[2] {
 		return fmt.Errorf("%w: proxy refused authentication method %d (replied %d)", ErrSOCKS, greeting[2], reply[1])
 	}
-	if greeting[2] == socksUserPass {
-		if len(d.User) > 255 || len(d.Password) > 255 {
-			return fmt.Errorf("%w: username or password longer than 255 bytes", ErrSOCKS)
-		}
-		auth := []byte{1, byte(len(d.User))}
-		auth = append(auth, d.User...)
-		auth = append(auth, byte(len(d.Password)))
-		auth = append(auth, d.Password...)
-		if _, err := c.Write(auth); err != nil {
-			return fmt.Errorf("%w: auth: %w", ErrSOCKS, err)
-		}
-		if _, err := io.ReadFull(c, reply[:]); err != nil {
-			return fmt.Errorf("%w: auth reply: %w", ErrSOCKS, err)
-		}
-		if reply[1] != 0 {
-			return fmt.Errorf("%w: authentication failed (status %d)", ErrSOCKS, reply[1])
-		}
+	if greeting[2] != socksUserPass {
+		return nil
 	}
+	if len(d.User) > 255 || len(d.Password) > 255 {
+		return fmt.Errorf("%w: username or password longer than 255 bytes", ErrSOCKS)
+	}
+	auth := []byte{1, byte(len(d.User))}
+	auth = append(auth, d.User...)
+	auth = append(auth, byte(len(d.Password)))
+	auth = append(auth, d.Password...)
+	if _, err := c.Write(auth); err != nil {
+		return fmt.Errorf("%w: auth: %w", ErrSOCKS, err)
+	}
+	if _, err := io.ReadFull(c, reply[:]); err != nil {
+		return fmt.Errorf("%w: auth reply: %w", ErrSOCKS, err)
+	}
+	if reply[1] != 0 {
+		return fmt.Errorf("%w: authentication failed (status %d)", ErrSOCKS, reply[1])
+	}
+	return nil
+}
 
+// connectRequest is the CONNECT request for host (an IP address or a
+// name) and port.
+func connectRequest(host string, port uint16) ([]byte, error) {
 	req := []byte{socksVersion, socksConnect, 0}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if ip.Is4() || ip.Is4In6() {
@@ -130,15 +154,16 @@ func (d *Dialer) handshake(c net.Conn, host string, port uint16) error {
 		}
 	} else {
 		if len(host) > 255 {
-			return fmt.Errorf("%w: host name too long", ErrSOCKS)
+			return nil, fmt.Errorf("%w: host name too long", ErrSOCKS)
 		}
 		req = append(req, socksDomain, byte(len(host)))
 		req = append(req, host...)
 	}
-	req = binary.BigEndian.AppendUint16(req, port)
-	if _, err := c.Write(req); err != nil {
-		return fmt.Errorf("%w: connect request: %w", ErrSOCKS, err)
-	}
+	return binary.BigEndian.AppendUint16(req, port), nil
+}
+
+// readConnectReply reads the reply to CONNECT, bound address included.
+func readConnectReply(c net.Conn) error {
 	var head [4]byte
 	if _, err := io.ReadFull(c, head[:]); err != nil {
 		return fmt.Errorf("%w: connect reply: %w", ErrSOCKS, err)
