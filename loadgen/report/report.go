@@ -49,6 +49,31 @@ func (r Result) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
+// WriteTables writes every table r has: the runs' tables, with r's error
+// if there is one, then those of the runs of several implementations
+// (side by side, relay users, proxy users). It returns the first error.
+func (r Result) WriteTables(w io.Writer) error {
+	var err error
+	if r.Broker != nil || r.RelayIdle != nil || r.RelayThroughput != nil || r.Chain != nil || r.BrokerAttack != nil || r.Attack != nil || r.Soak != nil {
+		err = r.WriteTable(w)
+	}
+	keep := func(werr error) {
+		if werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if r.SideBySide != nil {
+		keep(chainload.WriteSideBySideTable(w, *r.SideBySide))
+	}
+	if r.RelayUsers != nil {
+		keep(relayload.WriteRelayUsersTable(w, *r.RelayUsers))
+	}
+	if r.ProxyUsers != nil {
+		keep(chainload.WriteProxyUsersTable(w, *r.ProxyUsers))
+	}
+	return err
+}
+
 // WriteTable writes r as readable tables.
 func (r Result) WriteTable(w io.Writer) error {
 	if b := r.Broker; b != nil {

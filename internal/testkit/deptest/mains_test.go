@@ -29,12 +29,8 @@ var otherFlagStylesOnPackage = map[string]bool{
 }
 
 // maxMainLines bounds a main.go: flags live in flags.go, everything else in
-// libraries. flurry-loadgen is still to be split by what it measures.
+// libraries.
 const maxMainLines = 170
-
-var longMains = map[string]string{
-	"loadgen/cmd/flurry-loadgen": "split by what it measures, issue 28 section 4",
-}
 
 func TestMainsOneFlagStyle(t *testing.T) {
 	for _, p := range listPackages(t, module+"/...") {
@@ -71,7 +67,7 @@ func TestMainsOneFlagStyle(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n := strings.Count(string(b), "\n"); n > maxMainLines && longMains[rel] == "" {
+				if n := strings.Count(string(b), "\n"); n > maxMainLines {
 					t.Errorf("%s is %d lines, more than %d: move what is not flags into a library", filepath.Join(rel, name), n, maxMainLines)
 				}
 			}

@@ -14,9 +14,6 @@ import (
 	"github.com/flurrypt/flurry/loadgen/report"
 )
 
-// runFunc runs a mode once its flags are parsed.
-type runFunc func(ctx context.Context, res *report.Result, progress io.Writer) error
-
 // attackModes are the modes of "flurry-loadgen attack <mode>": each
 // registers its flags and returns its run.
 var attackModes = []struct {
