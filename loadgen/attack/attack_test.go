@@ -13,7 +13,7 @@ import (
 // TestRelayAttacks runs each relay attack, small, against Flurry's relay
 // in-process and checks what it reports against what the relay counted.
 func TestRelayAttacks(t *testing.T) {
-	target, err := tcptarget.StartTarget(tcptarget.TargetConfig{Mode: tcptarget.TargetRandom})
+	target, err := tcptarget.Start(tcptarget.Config{Mode: tcptarget.Random})
 	if err != nil {
 		t.Fatal(err)
 	}

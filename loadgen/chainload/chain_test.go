@@ -17,12 +17,12 @@ import (
 
 func TestChain(t *testing.T) {
 	const size = 300 << 10
-	source, err := tcptarget.StartTarget(tcptarget.TargetConfig{Mode: tcptarget.TargetSource})
+	source, err := tcptarget.Start(tcptarget.Config{Mode: tcptarget.Source})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer source.Close()
-	echo, err := tcptarget.StartTarget(tcptarget.TargetConfig{Mode: tcptarget.TargetEcho})
+	echo, err := tcptarget.Start(tcptarget.Config{Mode: tcptarget.Echo})
 	if err != nil {
 		t.Fatal(err)
 	}

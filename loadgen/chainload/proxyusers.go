@@ -207,7 +207,7 @@ func RunProxyUsers(ctx context.Context, cfg ProxyUsersConfig) (ProxyUsersResult,
 func runProxyUsersOnce(ctx context.Context, cfg ProxyUsersConfig, im chainproc.Implementation, n int, dir string) (ProxyUsersRun, error) {
 	run := ProxyUsersRun{Implementation: im.Name, Users: n, CPUMsPerMB: map[string]float64{}, PeakRSS: map[string]int64{}}
 	udp0, _ := procstat.SocketMemory("UDP")
-	chain, err := chainproc.StartChain(ctx, chainproc.ChainOptions{Dir: dir, PollInterval: cfg.PollInterval, TargetMode: tcptarget.TargetMixed}, im)
+	chain, err := chainproc.StartChain(ctx, chainproc.ChainOptions{Dir: dir, PollInterval: cfg.PollInterval, TargetMode: tcptarget.Mixed}, im)
 	if chain != nil {
 		defer chain.Stop()
 	}

@@ -181,7 +181,7 @@ func RunSideBySide(ctx context.Context, cfg SideBySideConfig) (SideBySideResult,
 	}()
 	for _, im := range cfg.Implementations {
 		measure.Say(cfg.Progress, "starting %s's chain", im.Name)
-		c, err := chainproc.StartChain(ctx, chainproc.ChainOptions{Dir: filepath.Join(cfg.Dir, im.Name), PollInterval: cfg.PollInterval, TargetMode: tcptarget.TargetSource}, im)
+		c, err := chainproc.StartChain(ctx, chainproc.ChainOptions{Dir: filepath.Join(cfg.Dir, im.Name), PollInterval: cfg.PollInterval, TargetMode: tcptarget.Source}, im)
 		if c != nil {
 			chains = append(chains, c)
 		}

@@ -96,8 +96,8 @@ type ChainOptions struct {
 	Dir string
 	// PollInterval is the proxy's -poll-interval.
 	PollInterval time.Duration
-	// TargetMode is the mode of the chain's target (TargetSource,
-	// TargetMixed).
+	// TargetMode is the mode of the chain's target (tcptarget.Source,
+	// tcptarget.Mixed).
 	TargetMode string
 }
 
@@ -126,7 +126,7 @@ func StartChain(ctx context.Context, opt ChainOptions, im Implementation) (*Chai
 		return nil, err
 	}
 	var err error
-	if c.Target, err = tcptarget.StartTarget(tcptarget.TargetConfig{Mode: opt.TargetMode}); err != nil {
+	if c.Target, err = tcptarget.Start(tcptarget.Config{Mode: opt.TargetMode}); err != nil {
 		return c, err
 	}
 	server, serverAddr, err := StartManagedServer(ctx, c.dir, im.Server, c.Target.Addr())

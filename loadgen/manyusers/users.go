@@ -38,7 +38,7 @@ const (
 )
 
 // UserMix is what the users of a many-user run (RunRelayUsers,
-// RunProxyUsers) do, each on one stream to a TargetMixed target: a share
+// RunProxyUsers) do, each on one stream to a tcptarget.Mixed target: a share
 // of them download without pause (bulk), the others send a request, read
 // its response, wait, and again (interactive, as someone browsing).
 type UserMix struct {
@@ -56,6 +56,7 @@ type UserMix struct {
 	Think time.Duration
 }
 
+// WithDefaults fills in m's defaults and checks it.
 func (m UserMix) WithDefaults() (UserMix, error) {
 	if m.BulkShare == 0 {
 		m.BulkShare = DefaultBulkShare

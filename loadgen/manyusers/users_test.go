@@ -43,7 +43,7 @@ func TestUserMixKinds(t *testing.T) {
 // TestUserGroupStopsQuietly checks that users end without counting a
 // failure when the run stops them.
 func TestUserGroupStopsQuietly(t *testing.T) {
-	tg, err := tcptarget.StartTarget(tcptarget.TargetConfig{Mode: tcptarget.TargetMixed})
+	tg, err := tcptarget.Start(tcptarget.Config{Mode: tcptarget.Mixed})
 	if err != nil {
 		t.Fatal(err)
 	}

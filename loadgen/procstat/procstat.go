@@ -123,6 +123,7 @@ func CPUPerEvent(a, b ProcSample, n int64) float64 {
 // no-op returning zero samples.
 type Watcher struct{ PID int }
 
+// Sample reads the process's figures; ok is false without a PID.
 func (w Watcher) Sample() (ProcSample, bool, error) {
 	if w.PID <= 0 {
 		return ProcSample{}, false, nil

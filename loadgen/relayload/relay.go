@@ -427,7 +427,7 @@ type throughputRun struct {
 // RunRelayThroughput opens cfg.Carriers carriers through the relay, runs
 // cfg.Streams streams on each for cfg.Duration, and reports the aggregate
 // rate. The relay must forward to an echo target (ModeEcho) or a source
-// (ModeDownload); StartTarget serves both.
+// (ModeDownload); tcptarget.Start serves both.
 func RunRelayThroughput(ctx context.Context, cfg RelayThroughputConfig) (ThroughputResult, error) {
 	cfg, u, err := cfg.withDefaults()
 	if err != nil {

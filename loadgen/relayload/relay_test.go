@@ -21,11 +21,11 @@ import (
 func TestRelayFake(t *testing.T) {
 	for _, mode := range []string{ModeEcho, ModeDownload} {
 		t.Run(mode, func(t *testing.T) {
-			targetMode := tcptarget.TargetEcho
+			targetMode := tcptarget.Echo
 			if mode == ModeDownload {
-				targetMode = tcptarget.TargetSource
+				targetMode = tcptarget.Source
 			}
-			target, err := tcptarget.StartTarget(tcptarget.TargetConfig{Mode: targetMode})
+			target, err := tcptarget.Start(tcptarget.Config{Mode: targetMode})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestRelayIdleNoRelay(t *testing.T) {
 }
 
 func TestRealRelay(t *testing.T) {
-	target, err := tcptarget.StartTarget(tcptarget.TargetConfig{Mode: tcptarget.TargetEcho})
+	target, err := tcptarget.Start(tcptarget.Config{Mode: tcptarget.Echo})
 	if err != nil {
 		t.Fatal(err)
 	}

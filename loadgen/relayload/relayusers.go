@@ -196,7 +196,7 @@ func (cfg RelayUsersConfig) withDefaults() (RelayUsersConfig, error) {
 
 // RunRelayUsers measures each implementation's relay under each number of
 // concurrent users: for every count and round, each relay in turn (the
-// order alternating) is started afresh, forwarding to a TargetMixed
+// order alternating) is started afresh, forwarding to a tcptarget.Mixed
 // target of the load generator's; the users connect as proxies would
 // (a WebSocket carrier with the turbotunnel token and a ClientID of its
 // own, from addresses of 127.0.0.0/8 in turn, KCP and smux with
@@ -214,7 +214,7 @@ func RunRelayUsers(ctx context.Context, cfg RelayUsersConfig) (RelayUsersResult,
 	if _, err := measure.RaiseFileLimit(2*uint64(slices.Max(cfg.Sessions)) + 512); err != nil {
 		return res, err
 	}
-	target, err := tcptarget.StartTarget(tcptarget.TargetConfig{Mode: tcptarget.TargetMixed})
+	target, err := tcptarget.Start(tcptarget.Config{Mode: tcptarget.Mixed})
 	if err != nil {
 		return res, err
 	}

@@ -51,7 +51,7 @@ func TestRefuseNonLoopback(t *testing.T) {
 			return err
 		}},
 		{"target", func() error {
-			_, err := tcptarget.StartTarget(tcptarget.TargetConfig{Addr: "0.0.0.0:0"})
+			_, err := tcptarget.Start(tcptarget.Config{Addr: "0.0.0.0:0"})
 			return err
 		}},
 	} {
@@ -106,7 +106,7 @@ func TestInvalidConfig(t *testing.T) {
 			_, err := chainload.RunChain(ctx, chainload.ChainConfig{SOCKSAddr: "127.0.0.1:1", Target: "127.0.0.1:1", Mode: "put"})
 			return err
 		}},
-		{"target mode", func() error { _, err := tcptarget.StartTarget(tcptarget.TargetConfig{Mode: "mirror"}); return err }},
+		{"target mode", func() error { _, err := tcptarget.Start(tcptarget.Config{Mode: "mirror"}); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.run(); !errors.Is(err, measure.ErrInvalidConfig) {

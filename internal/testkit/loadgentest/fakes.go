@@ -25,10 +25,10 @@ import (
 	"github.com/flurrypt/flurry/messages"
 )
 
-// fakeBroker is a minimal broker speaking Snowflake's wire format: proxies
+// FakeBroker is a minimal broker speaking Snowflake's wire format: proxies
 // wait up to hold for an offer, a client takes the longest-waiting proxy
 // (no NAT rules) and waits up to a second for its answer.
-type fakeBroker struct {
+type FakeBroker struct {
 	hold          time.Duration
 	rejectPattern bool
 
@@ -45,9 +45,12 @@ type fakeProxy struct {
 	offer chan string // buffered 1
 }
 
-func StartFakeBroker(tb testing.TB, hold time.Duration, rejectPattern bool) *fakeBroker {
+// StartFakeBroker starts a broker that holds proxy polls for hold and
+// matches clients with waiting proxies; with rejectPattern it tells every
+// proxy its relay pattern is wrong. It stops with the test.
+func StartFakeBroker(tb testing.TB, hold time.Duration, rejectPattern bool) *FakeBroker {
 	tb.Helper()
-	b := &fakeBroker{hold: hold, rejectPattern: rejectPattern, matched: make(map[string]chan<- string)}
+	b := &FakeBroker{hold: hold, rejectPattern: rejectPattern, matched: make(map[string]chan<- string)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/proxy", b.serveProxy)
 	mux.HandleFunc("/client", b.serveClient)
@@ -75,7 +78,7 @@ func encoded(b []byte, err error) []byte {
 	return b
 }
 
-func (b *fakeBroker) serveProxy(w http.ResponseWriter, r *http.Request) {
+func (b *FakeBroker) serveProxy(w http.ResponseWriter, r *http.Request) {
 	body, ok := readAll(w, r)
 	if !ok {
 		return
@@ -126,7 +129,7 @@ func (b *fakeBroker) serveProxy(w http.ResponseWriter, r *http.Request) {
 	}.Encode()))
 }
 
-func (b *fakeBroker) serveClient(w http.ResponseWriter, r *http.Request) {
+func (b *FakeBroker) serveClient(w http.ResponseWriter, r *http.Request) {
 	body, ok := readAll(w, r)
 	if !ok {
 		return
@@ -164,7 +167,7 @@ func (b *fakeBroker) serveClient(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (b *fakeBroker) serveAnswer(w http.ResponseWriter, r *http.Request) {
+func (b *FakeBroker) serveAnswer(w http.ResponseWriter, r *http.Request) {
 	body, ok := readAll(w, r)
 	if !ok {
 		return
@@ -187,10 +190,10 @@ func (b *fakeBroker) serveAnswer(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(encoded(messages.ProxyAnswerResponse{Status: messages.StatusSuccess}.Encode()))
 }
 
-// fakeRelay is a minimal Snowflake-style relay: WebSocket carriers that
+// FakeRelay is a minimal Snowflake-style relay: WebSocket carriers that
 // start with the token and a ClientID, one QueuePacketConn, one KCP
 // listener and smux server sessions whose streams are forwarded to forward.
-type fakeRelay struct {
+type FakeRelay struct {
 	forward string
 	qpc     *turbotunnel.QueuePacketConn
 	ln      *kcp.Listener
@@ -205,9 +208,11 @@ type fakeRelay struct {
 	wg                  sync.WaitGroup
 }
 
-func StartFakeRelay(tb testing.TB, forward string) *fakeRelay {
+// StartFakeRelay starts a relay that accepts carriers, runs KCP and smux
+// over them and forwards every stream to forward. It stops with the test.
+func StartFakeRelay(tb testing.TB, forward string) *FakeRelay {
 	tb.Helper()
-	r := &fakeRelay{
+	r := &FakeRelay{
 		forward: forward,
 		qpc:     turbotunnel.NewQueuePacketConn(turbotunnel.ClientID{}, time.Minute, turbotunnel.MTU),
 		ids:     make(map[turbotunnel.ClientID]int),
@@ -225,9 +230,10 @@ func StartFakeRelay(tb testing.TB, forward string) *fakeRelay {
 	return r
 }
 
-func (r *fakeRelay) URL() string { return "ws" + r.srv.URL[len("http"):] + "/" }
+// URL is the relay's ws:// URL.
+func (r *FakeRelay) URL() string { return "ws" + r.srv.URL[len("http"):] + "/" }
 
-func (r *fakeRelay) track(c io.Closer) bool {
+func (r *FakeRelay) track(c io.Closer) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	select {
@@ -240,7 +246,7 @@ func (r *fakeRelay) track(c io.Closer) bool {
 	return true
 }
 
-func (r *fakeRelay) stop() {
+func (r *FakeRelay) stop() {
 	r.srv.Close()
 	r.mu.Lock()
 	select {
@@ -257,7 +263,7 @@ func (r *fakeRelay) stop() {
 	r.wg.Wait()
 }
 
-func (r *fakeRelay) acceptKCP() {
+func (r *FakeRelay) acceptKCP() {
 	for {
 		sess, err := r.ln.AcceptKCP()
 		if err != nil {
@@ -285,7 +291,7 @@ func (r *fakeRelay) acceptKCP() {
 	}
 }
 
-func (r *fakeRelay) forwardStream(st *smux.Stream) {
+func (r *FakeRelay) forwardStream(st *smux.Stream) {
 	defer st.Close()
 	c, err := net.Dial("tcp", r.forward)
 	if err != nil {
@@ -306,7 +312,7 @@ func (r *fakeRelay) forwardStream(st *smux.Stream) {
 	wg.Wait()
 }
 
-func (r *fakeRelay) serveWS(w http.ResponseWriter, req *http.Request) {
+func (r *FakeRelay) serveWS(w http.ResponseWriter, req *http.Request) {
 	ws, err := r.up.Upgrade(w, req, nil)
 	if err != nil {
 		return
@@ -367,7 +373,8 @@ func (r *fakeRelay) serveWS(w http.ResponseWriter, req *http.Request) {
 	wg.Wait()
 }
 
-func (r *fakeRelay) DistinctIDs() int {
+// DistinctIDs counts the ClientIDs the relay has seen.
+func (r *FakeRelay) DistinctIDs() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.ids)

@@ -37,15 +37,15 @@ func chainFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.Resul
 
 func targetFlags(fs *flag.FlagSet, c *common, stdout io.Writer) func(context.Context, *report.Result, io.Writer) error {
 	var (
-		cfg      tcptarget.TargetConfig
+		cfg      tcptarget.Config
 		duration time.Duration
 	)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:9000", "listen address")
-	fs.StringVar(&cfg.Mode, "mode", tcptarget.TargetEcho, "echo, sink, source or random (a fixed pseudo-random stream, for attack relay-sessions -honest-bytes)")
+	fs.StringVar(&cfg.Mode, "mode", tcptarget.Echo, "echo, sink, source or random (a fixed pseudo-random stream, for attack relay-sessions -honest-bytes)")
 	fs.DurationVar(&duration, "duration", 10*time.Minute, "serve this long, then exit")
 	return func(ctx context.Context, _ *report.Result, _ io.Writer) error {
 		cfg.AllowNonLoopback = c.allowNonLoopback
-		t, err := tcptarget.StartTarget(cfg)
+		t, err := tcptarget.Start(cfg)
 		if err != nil {
 			return err
 		}

@@ -74,11 +74,11 @@ func relayFlags(fs *flag.FlagSet, c *common, stderr io.Writer) runFunc {
 // startTarget starts the -serve-target target: an echo, or a source with
 // -mode download.
 func (o *relayOptions) startTarget(c *common, stderr io.Writer) (*tcptarget.Target, error) {
-	mode := tcptarget.TargetEcho
+	mode := tcptarget.Echo
 	if o.tp.Mode == relayload.ModeDownload {
-		mode = tcptarget.TargetSource
+		mode = tcptarget.Source
 	}
-	t, err := tcptarget.StartTarget(tcptarget.TargetConfig{Addr: o.serveTarget, Mode: mode, AllowNonLoopback: c.allowNonLoopback})
+	t, err := tcptarget.Start(tcptarget.Config{Addr: o.serveTarget, Mode: mode, AllowNonLoopback: c.allowNonLoopback})
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,8 @@ import (
 // DefaultRequestTimeout bounds every HTTP request to a broker.
 const DefaultRequestTimeout = 30 * time.Second
 
+// HTTPErrorText describes a failed request: its error, or else its
+// unexpected status.
 func HTTPErrorText(what string, status int, err error) string {
 	if err != nil {
 		return what + ": " + err.Error()
@@ -85,6 +87,8 @@ type H1Conn struct {
 	body  []byte      // last response body
 }
 
+// Conn returns a keep-alive connection to the client's broker, dialed on
+// first use and bounded by ctx.
 func (c *H1Client) Conn(ctx context.Context) *H1Conn { return &H1Conn{c: c, ctx: ctx} }
 
 // ConnFrom is conn for a connection from the source address local (for

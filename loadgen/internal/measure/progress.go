@@ -11,16 +11,18 @@ import (
 // Progress writer is set and its interval is zero.
 const DefaultProgressInterval = 2 * time.Second
 
-// progress prints line() to w every interval until stop is called. A nil w
+// Progress prints line() to w every interval until Stop is called. A nil w
 // makes it a no-op. Writes to w come from one goroutine only.
-type progress struct {
+type Progress struct {
 	stopCh chan struct{}
 	once   sync.Once
 	wg     sync.WaitGroup
 }
 
-func StartProgress(w io.Writer, interval time.Duration, line func() string) *progress {
-	p := &progress{stopCh: make(chan struct{})}
+// StartProgress starts printing line() to w every interval (0:
+// DefaultProgressInterval).
+func StartProgress(w io.Writer, interval time.Duration, line func() string) *Progress {
+	p := &Progress{stopCh: make(chan struct{})}
 	if w == nil {
 		return p
 	}
@@ -45,7 +47,7 @@ func StartProgress(w io.Writer, interval time.Duration, line func() string) *pro
 }
 
 // Stop ends the reporter and waits for it; safe to call more than once.
-func (p *progress) Stop() {
+func (p *Progress) Stop() {
 	p.once.Do(func() { close(p.stopCh) })
 	p.wg.Wait()
 }

@@ -15,6 +15,8 @@ const (
 	MaxSteps = 32
 )
 
+// Median returns the median of v (the upper one of an even count), 0 if
+// v is empty.
 func Median(v []int64) int64 {
 	if len(v) == 0 {
 		return 0
@@ -24,8 +26,10 @@ func Median(v []int64) int64 {
 	return s[len(s)/2]
 }
 
+// MiB formats b bytes in MiB.
 func MiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
+// MedianFloat returns the median of xs, 0 if xs is empty.
 func MedianFloat(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -62,10 +66,12 @@ type Recorder struct {
 	rng     *rand.Rand      // guarded by mu
 }
 
+// NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
 	return &Recorder{rng: rand.New(rand.NewPCG(1, 2))}
 }
 
+// Add records one latency.
 func (r *Recorder) Add(d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -81,6 +87,7 @@ func (r *Recorder) Add(d time.Duration) {
 	}
 }
 
+// Percentiles summarises the latencies recorded so far.
 func (r *Recorder) Percentiles() Percentiles {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -118,6 +125,8 @@ type ErrorSamples struct {
 
 const maxErrorSamples = 8
 
+// Add keeps text (cut to 200 bytes) unless it is kept already or the
+// samples are full.
 func (e *ErrorSamples) Add(text string) {
 	if len(text) > 200 {
 		text = text[:200] + "..."
@@ -134,12 +143,14 @@ func (e *ErrorSamples) Add(text string) {
 	e.list = append(e.list, text)
 }
 
+// Get returns the samples kept.
 func (e *ErrorSamples) Get() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.list)
 }
 
+// Rate is n per second of d, to two decimals.
 func Rate(n int64, d time.Duration) float64 {
 	if d <= 0 {
 		return 0
@@ -147,6 +158,7 @@ func Rate(n int64, d time.Duration) float64 {
 	return math.Round(float64(n)/d.Seconds()*100) / 100
 }
 
+// Seconds is d in seconds, to the millisecond.
 func Seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
 
 // SampleGap is the time between the five memory samples taken after a
@@ -155,4 +167,5 @@ func SampleGap(settle time.Duration) time.Duration {
 	return min(200*time.Millisecond, settle/5)
 }
 
+// Round3 rounds x to three decimals.
 func Round3(x float64) float64 { return math.Round(x*1000) / 1000 }

@@ -16,6 +16,7 @@ type Plot struct {
 	Series                []Series
 }
 
+// Series is one line of a plot.
 type Series struct {
 	Name   string
 	Points [][2]float64

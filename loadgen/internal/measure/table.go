@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 )
 
+// KiB formats b bytes in KiB, "-" for 0.
 func KiB(b float64) string {
 	if b == 0 {
 		return "-"
@@ -14,6 +15,7 @@ func KiB(b float64) string {
 	return fmt.Sprintf("%.1f KiB", b/1024)
 }
 
+// MiBOrDash formats b bytes in MiB, "-" for 0.
 func MiBOrDash(b int64) string {
 	if b == 0 {
 		return "-"
@@ -21,6 +23,7 @@ func MiBOrDash(b int64) string {
 	return MiB(b)
 }
 
+// CPUOrDash formats a CPU percentage, "-" for 0.
 func CPUOrDash(p float64) string {
 	if p == 0 {
 		return "-"
@@ -28,6 +31,7 @@ func CPUOrDash(p float64) string {
 	return fmt.Sprintf("%.0f%%", p)
 }
 
+// MicrosOrDash formats microseconds, "-" for 0.
 func MicrosOrDash(us float64) string {
 	if us == 0 {
 		return "-"
@@ -42,6 +46,7 @@ type Table struct {
 	tw *tabwriter.Writer
 }
 
+// NewTable returns a Table that writes to w.
 func NewTable(w io.Writer) *Table {
 	return &Table{w: w, tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)}
 }
@@ -65,6 +70,7 @@ func (t *Table) Title(s string) {
 // after it follows them.
 func (t *Table) Flush() { t.tw.Flush() }
 
+// WriteErrors writes one line per error sample.
 func WriteErrors(w io.Writer, samples []string) {
 	for _, s := range samples {
 		fmt.Fprintf(w, "  error sample: %s\n", s)

@@ -6,12 +6,12 @@ import (
 	"math/rand/v2"
 )
 
-// randomStream is the generator of TargetRandom's stream.
+// randomStream is the generator of Random's stream.
 func randomStream() *rand.ChaCha8 {
 	return rand.NewChaCha8([32]byte{'f', 'l', 'u', 'r', 'r', 'y'})
 }
 
-// RandomStreamDigest is the SHA-256 of the first n bytes TargetRandom
+// RandomStreamDigest is the SHA-256 of the first n bytes Random
 // writes on a connection.
 func RandomStreamDigest(n int64) []byte {
 	h := sha256.New()

@@ -11,36 +11,36 @@ import (
 	"github.com/flurrypt/flurry/loadgen/internal/measure"
 )
 
-// Target behaviours (TargetConfig.Mode).
+// Target behaviours (Config.Mode).
 const (
-	TargetEcho   = "echo"   // write back everything read
-	TargetSink   = "sink"   // read and discard
-	TargetSource = "source" // write an endless stream, ignore input
-	// TargetRandom reads an 8-byte big-endian length n, writes the first
+	Echo   = "echo"   // write back everything read
+	Sink   = "sink"   // read and discard
+	Source = "source" // write an endless stream, ignore input
+	// Random reads an 8-byte big-endian length n, writes the first
 	// n bytes of the pseudo-random stream of randomStream (the same on
 	// every connection, so that a reader can check them with
 	// RandomStreamDigest) and closes.
-	TargetRandom = "random"
-	// TargetMixed serves the users of the many-user runs: a connection's
+	Random = "random"
+	// Mixed serves the users of the many-user runs: a connection's
 	// first byte says whether it downloads or asks and waits
 	// (target_mixed.go).
-	TargetMixed = "mixed"
+	Mixed = "mixed"
 )
 
-// TargetConfig configures StartTarget.
-type TargetConfig struct {
+// Config configures Start.
+type Config struct {
 	// Addr is the TCP address to listen on. Default 127.0.0.1:0 (a free
 	// port; see Target.Addr).
 	Addr string
-	// Mode is TargetEcho (default), TargetSink, TargetSource, TargetRandom
-	// or TargetMixed.
+	// Mode is Echo (default), Sink, Source, Random
+	// or Mixed.
 	Mode string
 	// AllowNonLoopback allows listening on an address other than loopback.
 	AllowNonLoopback bool
 }
 
-// TargetStats counts a target's traffic.
-type TargetStats struct {
+// Stats counts a target's traffic.
+type Stats struct {
 	Conns    int64 `json:"conns"`
 	BytesIn  int64 `json:"bytes_in"`
 	BytesOut int64 `json:"bytes_out"`
@@ -61,16 +61,16 @@ type Target struct {
 	onClose sync.Once
 }
 
-// StartTarget listens on cfg.Addr and serves every connection until Close.
-func StartTarget(cfg TargetConfig) (*Target, error) {
+// Start listens on cfg.Addr and serves every connection until Close.
+func Start(cfg Config) (*Target, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	if cfg.Mode == "" {
-		cfg.Mode = TargetEcho
+		cfg.Mode = Echo
 	}
 	switch cfg.Mode {
-	case TargetEcho, TargetSink, TargetSource, TargetRandom, TargetMixed:
+	case Echo, Sink, Source, Random, Mixed:
 	default:
 		return nil, fmt.Errorf("%w: target mode %q (want echo, sink, source, random or mixed)", measure.ErrInvalidConfig, cfg.Mode)
 	}
@@ -91,8 +91,8 @@ func StartTarget(cfg TargetConfig) (*Target, error) {
 func (t *Target) Addr() string { return t.ln.Addr().String() }
 
 // Stats returns the traffic so far.
-func (t *Target) Stats() TargetStats {
-	return TargetStats{Conns: t.conns.Load(), BytesIn: t.in.Load(), BytesOut: t.out.Load()}
+func (t *Target) Stats() Stats {
+	return Stats{Conns: t.conns.Load(), BytesIn: t.in.Load(), BytesOut: t.out.Load()}
 }
 
 // Close stops listening, closes every connection and waits for them.
@@ -142,16 +142,16 @@ func (t *Target) serve(c net.Conn) {
 	}()
 	buf := make([]byte, 32<<10)
 	switch t.mode {
-	case TargetMixed:
+	case Mixed:
 		t.serveMixed(c, buf)
-	case TargetRandom:
+	case Random:
 		var req [8]byte
 		if _, err := io.ReadFull(c, req[:]); err != nil {
 			return
 		}
 		n, _ := io.CopyN(c, randomStream(), int64(binary.BigEndian.Uint64(req[:])))
 		t.out.Add(n)
-	case TargetSource:
+	case Source:
 		for i := range buf {
 			buf[i] = byte(i)
 		}
@@ -168,7 +168,7 @@ func (t *Target) serve(c net.Conn) {
 			n, err := c.Read(buf)
 			if n > 0 {
 				t.in.Add(int64(n))
-				if t.mode == TargetEcho {
+				if t.mode == Echo {
 					m, werr := c.Write(buf[:n])
 					t.out.Add(int64(m))
 					if werr != nil {
@@ -183,7 +183,7 @@ func (t *Target) serve(c net.Conn) {
 	}
 }
 
-// serveMixed serves one connection of a TargetMixed target with buf as its
+// serveMixed serves one connection of a Mixed target with buf as its
 // buffer; it returns when the connection ends or breaks the protocol.
 func (t *Target) serveMixed(c net.Conn, buf []byte) {
 	var kind [1]byte

@@ -12,9 +12,9 @@ import (
 )
 
 func TestTargetClose(t *testing.T) {
-	for _, mode := range []string{TargetEcho, TargetSink, TargetSource} {
+	for _, mode := range []string{Echo, Sink, Source} {
 		t.Run(mode, func(t *testing.T) {
-			tg, err := StartTarget(TargetConfig{Mode: mode})
+			tg, err := Start(Config{Mode: mode})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -26,7 +26,7 @@ func TestTargetClose(t *testing.T) {
 			if _, err := c.Write([]byte("hello")); err != nil {
 				t.Fatal(err)
 			}
-			if mode != TargetSink {
+			if mode != Sink {
 				buf := make([]byte, 5)
 				if _, err := io.ReadFull(c, buf); err != nil {
 					t.Fatal(err)
@@ -46,7 +46,7 @@ func TestTargetClose(t *testing.T) {
 
 // TestMixedTarget speaks the mixed target's protocol by hand.
 func TestMixedTarget(t *testing.T) {
-	tg, err := StartTarget(TargetConfig{Mode: TargetMixed})
+	tg, err := Start(Config{Mode: Mixed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,6 +107,7 @@ type CarrierConn struct {
 	closeOnce sync.Once
 }
 
+// NewCarrierConn runs KCP over ws; remote is the address KCP sees.
 func NewCarrierConn(ws *websocket.Conn, remote net.Addr) *CarrierConn {
 	return &CarrierConn{
 		WS:     ws,

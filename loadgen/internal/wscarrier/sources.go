@@ -24,6 +24,8 @@ type SourceAddrs struct {
 	n    atomic.Uint32
 }
 
+// NewSourceAddrs hands out p's addresses; p must be IPv4 and hold at
+// least two.
 func NewSourceAddrs(p netip.Prefix) (*SourceAddrs, error) {
 	p = p.Masked()
 	if !p.Addr().Is4() || p.Bits() > 30 {

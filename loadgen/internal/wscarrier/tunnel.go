@@ -29,12 +29,14 @@ type TunnelSet struct {
 	Opened  []time.Time // when each stream was added
 }
 
+// AddTunnel keeps t until CloseAll.
 func (s *TunnelSet) AddTunnel(t *Tunnel) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tunnels = append(s.tunnels, t)
 }
 
+// AddStream keeps st, and when it opened, until CloseAll.
 func (s *TunnelSet) AddStream(st *smux.Stream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -77,6 +79,7 @@ func OpenTunnel(ctx context.Context, d *websocket.Dialer, u *url.URL) (*Tunnel, 
 	return &Tunnel{pc: pc, kcp: sess, Mux: mux}, nil
 }
 
+// Close closes the tunnel's streams, session and carrier.
 func (t *Tunnel) Close() {
 	t.Mux.Close()
 	t.kcp.Close()
