@@ -19,7 +19,7 @@ const (
 	// MTU/RTT × 1.22/√p (about 1 MB/s at 20 ms and 0.5 % loss); a step of
 	// k packets multiplies that by about √k. Larger steps carried more in
 	// the lossy-path benchmark but overflowed a 5 Mbit/s bottleneck's
-	// queue three to five times as often (docs/performance.md).
+	// queue three to five times as often (docs/performance-log.md).
 	SCTPCwndCAStep = 4 * sctpMTU
 
 	// SCTPMinCwnd is the floor of the congestion window: the initial

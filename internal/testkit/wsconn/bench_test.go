@@ -19,7 +19,7 @@ import (
 //	go test -run '^$' -bench . -benchmem ./internal/testkit/wsconn
 //
 // The figures and the buffer sizes chosen from them are recorded in
-// docs/performance.md (section "Relay").
+// docs/performance-log.md (2026-11-29).
 
 // discardConn is a net.Conn whose writes vanish and whose reads block
 // forever; it lets BenchmarkUpgradeBufferSize measure the server side of an

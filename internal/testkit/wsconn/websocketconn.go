@@ -17,7 +17,7 @@ const closeFrameTimeout = 500 * time.Millisecond
 
 // Buffer sizes for gorilla's Upgrader and Dialer, chosen by
 // BenchmarkServerReadBufferSize, BenchmarkServerWriteBufferSize and the relay's
-// idle-memory measurement (docs/performance.md, section "Relay").
+// idle-memory measurement (docs/performance-log.md, 2026-11-29).
 const (
 	// RecommendedReadBufferSize is the size of gorilla's bufio read buffer.
 	// Every connection holds it for its whole life (a reader blocked in

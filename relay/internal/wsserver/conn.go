@@ -286,7 +286,7 @@ func (c *Conn) control(h ws.Header, payload []byte) error {
 	if code.Empty() || code == ws.StatusNormalClosure {
 		c.rerr = io.EOF
 	} else {
-		c.rerr = &CloseError{Code: int(code)}
+		c.rerr = &closeError{Code: int(code)}
 	}
 	return c.rerr
 }
@@ -295,7 +295,7 @@ func (c *Conn) control(h ws.Header, payload []byte) error {
 // is one of gobwas/ws's errors, which quote nothing of the peer's.
 func (c *Conn) protocolError(err error) error {
 	_ = c.writeControl(ws.OpClose, ws.NewCloseFrameBody(ws.StatusProtocolError, ""), closeFrameTimeout)
-	c.rerr = fmt.Errorf("%w: %w", ErrProtocol, err)
+	c.rerr = fmt.Errorf("%w: %w", errProtocol, err)
 	return c.rerr
 }
 

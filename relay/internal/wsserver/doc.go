@@ -23,7 +23,7 @@
 // Reading answers pings with pongs, ignores pongs, rejects unmasked,
 // reserved or malformed frames and invalid close codes (closing with a
 // protocol-error close frame), and on a close frame answers it and returns
-// io.EOF for code 1000 or none and a *CloseError otherwise.
+// io.EOF for code 1000 or none and an error naming the code otherwise.
 //
 // Concurrency: one goroutine reads at a time and one writes at a time
 // (Read may write a pong or a close frame; writes are serialized inside);

@@ -8,10 +8,8 @@ import (
 )
 
 var (
-	// ErrHandshake wraps why an opening handshake was refused.
-	ErrHandshake = errors.New("websocket: bad handshake")
-	// ErrProtocol wraps how a peer broke RFC 6455.
-	ErrProtocol = errors.New("websocket: protocol error")
+	// errProtocol wraps how a peer broke RFC 6455.
+	errProtocol = errors.New("websocket: protocol error")
 	// errShortClose is why a close frame of one byte is a protocol error
 	// (RFC 6455, section 5.5.1: none, or a two-byte code).
 	errShortClose = errors.New("close frame of one byte")
@@ -22,13 +20,13 @@ var (
 	errClosed = fmt.Errorf("websocket: %w (%w)", net.ErrClosed, io.ErrClosedPipe)
 )
 
-// CloseError is a close frame from the peer with a code other than 1000
+// closeError is a close frame from the peer with a code other than 1000
 // (normal closure) or 1005 (no status). Its reason text is not kept: it
 // comes from the network and nothing here needs it.
-type CloseError struct {
+type closeError struct {
 	Code int
 }
 
-func (e *CloseError) Error() string {
+func (e *closeError) Error() string {
 	return fmt.Sprintf("websocket: closed by peer with code %d", e.Code)
 }

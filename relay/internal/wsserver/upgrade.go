@@ -38,11 +38,11 @@ func Upgrade(w http.ResponseWriter, req *http.Request, pools *Pools, timeout tim
 			w.Header().Set("Sec-WebSocket-Version", "13")
 		}
 		http.Error(w, http.StatusText(code), code)
-		return nil, fmt.Errorf("%w: %w", ErrHandshake, err)
+		return nil, fmt.Errorf("websocket: bad handshake: %w", err)
 	}
 	nc, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		return nil, fmt.Errorf("%w: hijack: %w", ErrHandshake, err)
+		return nil, fmt.Errorf("websocket: hijack: %w", err)
 	}
 	c := &Conn{conn: nc, raw: underlying(nc), pools: pools, state: ws.StateServerSide}
 	// A client may send its first frame right behind the request.

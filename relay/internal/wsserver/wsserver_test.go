@@ -182,17 +182,17 @@ func TestCloseCodes(t *testing.T) {
 	}{
 		{nil, io.EOF},
 		{binary.BigEndian.AppendUint16(nil, closeNormal), io.EOF},
-		{append(binary.BigEndian.AppendUint16(nil, 1001), "going away"...), &CloseError{Code: 1001}},
-		{[]byte{3}, ErrProtocol},
+		{append(binary.BigEndian.AppendUint16(nil, 1001), "going away"...), &closeError{Code: 1001}},
+		{[]byte{3}, errProtocol},
 	} {
 		c, raw := rawPair(t)
 		if _, err := raw.Write(frame(true, opClose, tt.payload)); err != nil {
 			t.Fatal(err)
 		}
 		_, err := c.Read(make([]byte, 1))
-		var ce *CloseError
+		var ce *closeError
 		switch want := tt.want.(type) {
-		case *CloseError:
+		case *closeError:
 			if !errors.As(err, &ce) || ce.Code != want.Code {
 				t.Errorf("close frame % x: %v, want close code %d", tt.payload, err, want.Code)
 			}
@@ -223,8 +223,8 @@ func TestProtocolErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := io.ReadAll(c)
-			if !errors.Is(err, ErrProtocol) {
-				t.Errorf("read: %v, want ErrProtocol", err)
+			if !errors.Is(err, errProtocol) {
+				t.Errorf("read: %v, want errProtocol", err)
 			}
 			want := []byte{finBit | opClose, 2, 0x03, 0xea} // 1002
 			out := make([]byte, len(want))
