@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -505,4 +506,34 @@ func TestRunServesMetrics(t *testing.T) {
 		c.Close()
 		t.Error("the metrics listener is still open after Run returned")
 	}
+}
+
+// TestPollSoonAfterMatch: after a client match the next poll comes after
+// MinPollInterval, not the broker's NextPoll, since more clients may be
+// waiting; after "no match" the NextPoll holds again.
+func TestPollSoonAfterMatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newTestBroker(t)
+		b.reply = func(n int, _ messages.ProxyPollRequest) (int, []byte) {
+			if n < 2 {
+				// A relay outside the pattern: the session fails at
+				// once, without the network, and frees its slot.
+				return http.StatusOK, encodePollResponse(t, messages.ProxyPollResponse{
+					Status: messages.StatusClientMatch, Offer: `{"type":"offer","sdp":"v=0"}`, NextPoll: 20000, RelayURL: "wss://other.example/"})
+			}
+			return http.StatusOK, encodePollResponse(t, messages.ProxyPollResponse{Status: messages.StatusNoMatch, NextPoll: 20000})
+		}
+		start := time.Now()
+		_, stop := startSynctestProxy(t, b, nil)
+		time.Sleep(23 * time.Second)
+		stop()
+		var got []time.Duration
+		for _, p := range b.recorded() {
+			got = append(got, p.at.Sub(start))
+		}
+		want := []time.Duration{0, time.Second, 2 * time.Second, 22 * time.Second}
+		if !slices.Equal(got, want) {
+			t.Errorf("polls at %v, want %v", got, want)
+		}
+	})
 }

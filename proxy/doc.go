@@ -25,7 +25,8 @@
 // the proxy type, the current NAT type, the number of clients rounded down to
 // a multiple of 8, and the AcceptedRelayPattern. The proxy then waits as long
 // as the broker's NextPoll says (clamped to [MinPollInterval,
-// MaxPollInterval]); it also obeys the NextPoll of an "incorrect relay
+// MaxPollInterval]), or only MinPollInterval after a client match, since
+// more clients may be waiting; it also obeys the NextPoll of an "incorrect relay
 // pattern" reply, one hour with Snowflake's broker, which Snowflake's own
 // proxy ignores. Transport errors, non-200 statuses and undecodable replies
 // back off exponentially with jitter, from PollInterval up to BackoffMax.

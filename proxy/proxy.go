@@ -228,6 +228,11 @@ func (p *Proxy) pollLoop(ctx context.Context, wg *sync.WaitGroup) {
 			failures = 0
 			wait = p.nextPoll(resp.NextPoll)
 			if resp.Status == messages.StatusClientMatch {
+				// Clients are waiting: the next poll comes as soon as
+				// the broker could ask for it, not after its idle
+				// interval (Snowflake's 20 s), so that a proxy with
+				// free slots fills them in seconds.
+				wait = p.s.MinPollInterval
 				wg.Go(func() {
 					defer sl.release()
 					p.serve(ctx, sid, resp)
