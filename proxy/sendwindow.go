@@ -124,10 +124,11 @@ const (
 	sctpMinCwnd = maxWindow
 )
 
-// minPacedRTT is the shortest round trip at which the window paces and
-// ends startup on a growing round trip: below it (a LAN, loopback) no
-// bottleneck queue is overrun by the window's bursts, and the scheduling
-// of a busy machine moves round trips by more than a queue would.
+// minPacedRTT is the shortest round trip at which the window paces, ends
+// startup on a growing round trip and limits anything: below it (a LAN,
+// loopback) no bottleneck queue is overrun by the window's bursts, and the
+// scheduling of a busy machine moves round trips by more than a queue
+// would.
 const minPacedRTT = 2 * time.Millisecond
 
 // probeBWGains are the pacing gains of the steady state, one minimum round
@@ -304,6 +305,13 @@ func (w *sendWindow) bandwidth() float64 {
 
 // window returns how many bytes may be in the DataChannel at now.
 func (w *sendWindow) window(now time.Time) int {
+	if w.minRTT > 0 && w.minRTT < minPacedRTT {
+		// No queue to keep short: sized for loopback's round trip the
+		// window held a few packets, every batch waited for the
+		// client's acknowledgements, and a chain on one machine moved
+		// a fifth less at more CPU per MB.
+		return maxWindow
+	}
 	if !w.probeRTTEnd.IsZero() && !w.probeRTTEnd.After(now) {
 		// A probe ended: its shortest sample is the new minimum, even if
 		// longer than the old one (the path changed); without a sample

@@ -140,6 +140,23 @@ func TestSendWindowPaths(t *testing.T) {
 	}
 }
 
+// TestSendWindowShortPath: below minPacedRTT (a LAN, loopback) the window
+// leaves the proxy's DataChannel to SCTP alone, and nothing is paced.
+func TestSendWindowShortPath(t *testing.T) {
+	p := simPath{rate: 50e6, rtt: 300 * time.Microsecond, rng: rand.New(rand.NewPCG(1, 2))}
+	w := newSendWindow()
+	now, _ := p.run(w, time.Unix(1000, 0), 2*time.Second, nil)
+	if w.minRTT >= minPacedRTT {
+		t.Fatalf("minRTT %v, want below %v", w.minRTT, minPacedRTT)
+	}
+	if got := w.window(now); got != maxWindow {
+		t.Errorf("window %d, want %d", got, maxWindow)
+	}
+	if r := w.pacingRate(now); r != 0 {
+		t.Errorf("pacing rate %.0f B/s, want 0 (unpaced)", r)
+	}
+}
+
 // TestSendWindowAppLimited: rounds in which the relay sent too little to
 // fill the path do not lower the bandwidth estimate.
 func TestSendWindowAppLimited(t *testing.T) {
