@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/flurrypt/flurry/loadgen/chainload"
@@ -13,12 +12,17 @@ import (
 	"github.com/flurrypt/flurry/loadgen/report"
 )
 
-// implFlag collects -impl NAME=PREFIX flags.
-type implFlag []chainproc.Implementation
+// implFlag collects -impl NAME=PREFIX flags, each parsed by parse:
+// chainproc.ImplementationFromPrefix for whole chains,
+// chainproc.ServerFromPrefix where only the relay is used.
+type implFlag struct {
+	list  []chainproc.Implementation
+	parse func(name, prefix string) (chainproc.Implementation, error)
+}
 
 func (f *implFlag) String() string {
-	names := make([]string, len(*f))
-	for i, im := range *f {
+	names := make([]string, len(f.list))
+	for i, im := range f.list {
 		names[i] = im.Name
 	}
 	return strings.Join(names, ",")
@@ -29,18 +33,18 @@ func (f *implFlag) Set(s string) error {
 	if !ok || name == "" || prefix == "" {
 		return fmt.Errorf("want NAME=PREFIX, got %q", s)
 	}
-	im, err := chainproc.ImplementationFromPrefix(name, prefix)
+	im, err := f.parse(name, prefix)
 	if err != nil {
 		return err
 	}
-	*f = append(*f, im)
+	f.list = append(f.list, im)
 	return nil
 }
 
 func sideBySideFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.Result, io.Writer) error {
 	var (
 		cfg   chainload.SideBySideConfig
-		impls implFlag
+		impls = implFlag{parse: chainproc.ImplementationFromPrefix}
 	)
 	fs.Var(&impls, "impl", "an implementation to measure, as NAME=PREFIX: the binaries PREFIXbroker, PREFIXproxy,\n"+
 		"PREFIXclient and PREFIXserver (or PREFIXrelay), run with Snowflake's flag names; repeat for each\n"+
@@ -52,16 +56,12 @@ func sideBySideFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", chainload.DefaultChainRequestTimeout, "bound on each download")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the chains' logs and state (default: a new temporary directory, kept)")
 	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
-		cfg.Implementations = impls
-		if cfg.Dir == "" {
-			dir, err := os.MkdirTemp("", "flurry-sidebyside-")
-			if err != nil {
-				return err
-			}
-			cfg.Dir = dir
+		cfg.Implementations = impls.list
+		var err error
+		if cfg.Dir, err = workDir(cfg.Dir, "flurry-sidebyside-"); err != nil {
+			return err
 		}
 		cfg.Progress, cfg.ProgressInterval = progress, c.progressInterval
-		fmt.Fprintf(os.Stderr, "logs and state in %s\n", cfg.Dir)
 		r, err := chainload.RunSideBySide(ctx, cfg)
 		if len(r.Downloads) > 0 {
 			res.SideBySide = &r

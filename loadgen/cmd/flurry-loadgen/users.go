@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/flurrypt/flurry/loadgen/chainload"
 	"github.com/flurrypt/flurry/loadgen/chainproc"
@@ -15,31 +14,6 @@ import (
 	"github.com/flurrypt/flurry/loadgen/relayload"
 	"github.com/flurrypt/flurry/loadgen/report"
 )
-
-// serverImplFlag collects -impl NAME=PREFIX flags of which only the
-// server (PREFIXserver or PREFIXrelay) is used.
-type serverImplFlag []chainproc.Implementation
-
-func (f *serverImplFlag) String() string {
-	names := make([]string, len(*f))
-	for i, im := range *f {
-		names[i] = im.Name
-	}
-	return strings.Join(names, ",")
-}
-
-func (f *serverImplFlag) Set(s string) error {
-	name, prefix, ok := strings.Cut(s, "=")
-	if !ok || name == "" || prefix == "" {
-		return fmt.Errorf("want NAME=PREFIX, got %q", s)
-	}
-	im, err := chainproc.ServerFromPrefix(name, prefix)
-	if err != nil {
-		return err
-	}
-	*f = append(*f, im)
-	return nil
-}
 
 // mixFlags registers the flags of a manyusers.UserMix.
 func mixFlags(fs *flag.FlagSet, m *manyusers.UserMix) {
@@ -65,7 +39,7 @@ func workDir(dir, pattern string) (string, error) {
 func relayUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.Result, io.Writer) error {
 	var (
 		cfg      relayload.RelayUsersConfig
-		impls    serverImplFlag
+		impls    = implFlag{parse: chainproc.ServerFromPrefix}
 		sessions = intList(relayload.DefaultRelayUsers)
 	)
 	fs.Var(&impls, "impl", "a relay to measure, as NAME=PREFIX: the binary PREFIXserver (or PREFIXrelay), started as a\n"+
@@ -81,7 +55,7 @@ func relayUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.
 	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", wscarrier.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the relays' logs (default: a new temporary directory, kept)")
 	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
-		cfg.Implementations, cfg.Sessions = impls, sessions
+		cfg.Implementations, cfg.Sessions = impls.list, sessions
 		var err error
 		if cfg.Dir, err = workDir(cfg.Dir, "flurry-relayusers-"); err != nil {
 			return err
@@ -98,7 +72,7 @@ func relayUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.
 func proxyUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.Result, io.Writer) error {
 	var (
 		cfg   chainload.ProxyUsersConfig
-		impls implFlag
+		impls = implFlag{parse: chainproc.ImplementationFromPrefix}
 		users = intList(chainload.DefaultProxyUsers)
 	)
 	fs.Var(&impls, "impl", "an implementation to measure, as NAME=PREFIX (see sidebyside); repeat for each; ratios are to the first")
@@ -111,7 +85,7 @@ func proxyUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", chainload.DefaultSideBySidePoll, "the proxies' -poll-interval")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the chains' logs and state (default: a new temporary directory, kept)")
 	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
-		cfg.Implementations, cfg.Users = impls, users
+		cfg.Implementations, cfg.Users = impls.list, users
 		var err error
 		if cfg.Dir, err = workDir(cfg.Dir, "flurry-proxyusers-"); err != nil {
 			return err

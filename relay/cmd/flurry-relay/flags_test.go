@@ -20,10 +20,10 @@ func parse(args ...string) (*options, error) {
 func TestFlagsToConfig(t *testing.T) {
 	fs := flag.NewFlagSet("flurry-relay", flag.ContinueOnError)
 	c, o, err := parseFlags(fs, []string{
-		"-addr", "127.0.0.1:8443", "-disable-tls", "-path", "/ws", "-acme-cache", "/tmp/acme",
+		"-addr", "127.0.0.1:8443", "-disable-tls", "-path", "/ws", "-acme-cache", "acme-cache",
 		"-backend", "tcp:127.0.0.1:9001,name=a", "-backend", "tcp:127.0.0.1:9002",
 		"-trusted-proxies", "10.0.0.0/8", "-max-sessions", "7", "-token-timeout", "3s",
-		"-relay-key-file", "", "-log", "/tmp/relay.log",
+		"-relay-key-file", "", "-log", "relay.log",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestFlagsToConfig(t *testing.T) {
 		len(c.TrustedProxies) != 1 || c.MaxSessions != 7 || c.TokenTimeout != 3*time.Second {
 		t.Errorf("config %+v", c)
 	}
-	if !o.tls.Disable || o.tls.ACMECertCache != "/tmp/acme" || o.relayKeyFile != "" || o.logFile != "/tmp/relay.log" {
+	if !o.tls.Disable || o.tls.ACMECertCache != "acme-cache" || o.relayKeyFile != "" || o.logFile != "relay.log" {
 		t.Errorf("options %+v", o)
 	}
 	for _, tt := range []struct {
