@@ -158,7 +158,11 @@ func TestWebProxyFirefox(t *testing.T) {
 			demo.FetchTarget(dctx, c.SOCKSAddr, c.Target, nil)
 			f.waitOutput(t, "flurry-webproxy: client session failed: timed out waiting for the client's data channel")
 			for _, line := range strings.Split(f.output(), "\n") {
-				if strings.Contains(line, "flurry") && (strings.Contains(line, "JavaScript error") || strings.Contains(line, "Uncaught") ||
+				// A poll that failed and is retried (a busy machine's
+				// slow broker) is behaviour, not an error: the proxy
+				// went on to answer the client above.
+				retried := strings.Contains(line, "console.warn") && strings.Contains(line, "retry_in_s=")
+				if strings.Contains(line, "flurry") && !retried && (strings.Contains(line, "JavaScript error") || strings.Contains(line, "Uncaught") ||
 					strings.Contains(line, "console.error") || strings.Contains(line, "console.warn")) {
 					t.Errorf("Firefox: %s", line)
 				}
