@@ -45,7 +45,7 @@ func TestQueuePacketConnAllocs(t *testing.T) {
 			defer full.Close()
 			p := bytes.Repeat([]byte{'x'}, 1400)
 			buf := make([]byte, 1500)
-			for range QueueSize {
+			for range max(QueueSize, OutgoingQueueSize) {
 				full.QueueIncoming(p, addr)
 				if _, err := full.WriteTo(p, addr); err != nil {
 					t.Fatal(err)

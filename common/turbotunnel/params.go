@@ -34,6 +34,17 @@ const (
 	// and so its throughput on a long round trip.
 	StreamBuffer = 1 << 20
 
+	// ClientStreamBuffer is the client's MaxStreamBuffer: the window a
+	// relay, Snowflake's too, may have in flight towards one of the
+	// client's streams. The receiver sends its window again each time it
+	// has read half of it, so 1 MiB keeps 0.5 to 1 MiB in flight: 4 MB/s at
+	// a 150 ms round trip, whatever the path carries. 2 MiB doubles that;
+	// a relay holds more per download only while the path is slower than
+	// the relay (Flurry's relay bounds what it holds by its own send
+	// window, relay/sendwindow.go). Only the receiver's setting: nothing
+	// the relay must agree to.
+	ClientStreamBuffer = 2 << 20
+
 	// KeepAliveInterval is how often smux sends a keep-alive (smux's
 	// default, which Snowflake keeps): an idle session still carries a
 	// packet every 10 s, which the relay's idle checks rely on.
@@ -66,7 +77,9 @@ func ConfigureKCP(s *kcp.UDPSession) {
 
 // ClientSmuxConfig is the smux configuration of a client (smux.Client).
 func ClientSmuxConfig() *smux.Config {
-	return smuxConfig(ClientKeepAliveTimeout)
+	c := smuxConfig(ClientKeepAliveTimeout)
+	c.MaxStreamBuffer = ClientStreamBuffer
+	return c
 }
 
 // RelaySmuxConfig is the smux configuration of the relay (smux.Server).

@@ -15,15 +15,16 @@ func TestSmuxConfigs(t *testing.T) {
 		name             string
 		config           func() *smux.Config
 		keepAliveTimeout time.Duration
+		streamBuffer     int
 	}{
-		{"client", ClientSmuxConfig, ClientKeepAliveTimeout},
-		{"relay", RelaySmuxConfig, RelayKeepAliveTimeout},
+		{"client", ClientSmuxConfig, ClientKeepAliveTimeout, ClientStreamBuffer},
+		{"relay", RelaySmuxConfig, RelayKeepAliveTimeout, StreamBuffer},
 	} {
 		c := tt.config()
 		if err := smux.VerifyConfig(c); err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 		}
-		if c.Version != SmuxVersion || c.MaxStreamBuffer != StreamBuffer ||
+		if c.Version != SmuxVersion || c.MaxStreamBuffer != tt.streamBuffer ||
 			c.KeepAliveInterval != KeepAliveInterval || c.KeepAliveTimeout != tt.keepAliveTimeout {
 			t.Errorf("%s: %+v", tt.name, c)
 		}

@@ -16,6 +16,15 @@ const (
 	// (Snowflake's value).
 	QueueSize = 512
 
+	// OutgoingQueueSize is the capacity of each client's outgoing queue,
+	// in packets: twice Snowflake's. A client's smux announces more window
+	// each time it has read half of ClientStreamBuffer (1 MiB, 762 full
+	// KCP packets), and the relay's KCP sends that much at once; with 512
+	// the burst overflowed the queue whenever the proxy took it slower
+	// than it came, thousands of drops per download on a 150 ms path, each
+	// one a KCP retransmission timeout. 24 KiB per client's queue.
+	OutgoingQueueSize = 1024
+
 	// DefaultClientTimeout is how long a QueuePacketConn keeps an idle
 	// client's outgoing queue when given timeout <= 0 (Snowflake's
 	// clientMapTimeout).
@@ -61,7 +70,8 @@ type clientQueue struct {
 // to be taken from OutgoingQueue. Clients are identified by their net.Addr
 // (normally a ClientID.Addr, or a ClientID).
 //
-// Every queue holds at most QueueSize packets; a full queue drops the packet
+// The incoming queue holds at most QueueSize packets and each outgoing
+// queue OutgoingQueueSize; a full queue drops the packet
 // and counts it in Stats. Packets longer than the MTU are truncated. A
 // client's outgoing queue is created on first use and closed once neither
 // WriteTo nor OutgoingQueue has used it for the timeout (checked every
@@ -238,7 +248,7 @@ func (c *QueuePacketConn) offer(q *clientQueue, buf []byte) {
 func (c *QueuePacketConn) queueLocked(addr net.Addr, now int64) *clientQueue {
 	q := c.clients[addr]
 	if q == nil {
-		q = &clientQueue{queue: make(chan []byte, QueueSize)}
+		q = &clientQueue{queue: make(chan []byte, OutgoingQueueSize)}
 		c.clients[addr] = q
 	}
 	q.lastSeen.Store(now)

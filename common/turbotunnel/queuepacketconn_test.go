@@ -181,6 +181,8 @@ func TestDropCounting(t *testing.T) {
 	defer conn.Close()
 	for i := range QueueSize + extra {
 		conn.QueueIncoming([]byte{byte(i)}, intAddr(1))
+	}
+	for i := range OutgoingQueueSize + extra {
 		if n, err := conn.WriteTo([]byte{byte(i)}, intAddr(2)); n != 1 || err != nil {
 			t.Fatalf("WriteTo = (%d, %v)", n, err)
 		}
@@ -190,14 +192,16 @@ func TestDropCounting(t *testing.T) {
 	if s.IncomingDropped != extra+1 || s.OutgoingDropped != extra || s.Clients != 1 {
 		t.Fatalf("Stats = %+v, want %d incoming and %d outgoing drops, 1 client", s, extra+1, extra)
 	}
-	// The first QueueSize packets are the ones kept, in order.
-	q := conn.OutgoingQueue(intAddr(2))
+	// The first packets of each queue's size are the ones kept, in order.
 	var buf [10]byte
 	for i := range QueueSize {
 		n, _, err := conn.ReadFrom(buf[:])
 		if err != nil || n != 1 || buf[0] != byte(i) {
 			t.Fatalf("incoming %d: (%x, %v)", i, buf[:n], err)
 		}
+	}
+	q := conn.OutgoingQueue(intAddr(2))
+	for i := range OutgoingQueueSize {
 		if p := <-q; len(p) != 1 || p[0] != byte(i) {
 			t.Fatalf("outgoing %d: %x", i, p)
 		}
