@@ -40,7 +40,14 @@ const (
 )
 
 // DataPath applies the pion settings of the client's and the proxy's data
-// path that change nothing a peer without them sees.
+// path that a peer without them ignores or never sees.
+//
+// SCTP SNAP (an IETF draft): each end puts its SCTP INIT in
+// its session description (a=sctp-init), and when both did, the
+// association starts as soon as DTLS is up, without SCTP's own handshake
+// of four packets: a round trip less before the first byte. A peer that
+// does not know the attribute ignores it, and the handshake runs as
+// before (Snowflake's peers, browsers without SNAP).
 //
 // SCTP zero checksum (RFC 9653): each end announces in its INIT that it
 // accepts packets without a CRC32c, as DTLS already authenticates every
@@ -55,6 +62,7 @@ const (
 // proxy's sender paces downloads, the client's uploads.
 func DataPath(se *webrtc.SettingEngine) {
 	se.EnableSCTPZeroChecksum(true)
+	se.EnableSctpSnap(true)
 	se.SetSCTPCwndCAStep(SCTPCwndCAStep)
 	se.SetSCTPMinCwnd(SCTPMinCwnd)
 	se.SetSCTPFastRtxWnd(SCTPFastRtxWnd)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,12 +14,16 @@ import (
 	"github.com/flurrypt/flurry/common/covertdtls"
 )
 
-// newPeer is a peer connection of Peer's settings.
-func newPeer(t *testing.T, p Peer) *webrtc.PeerConnection {
+// newPeer is a peer connection of Peer's settings, changed by each of
+// change.
+func newPeer(t *testing.T, p Peer, change ...func(*webrtc.SettingEngine)) *webrtc.PeerConnection {
 	t.Helper()
 	se, _, err := p.SettingEngine()
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range change {
+		f(se)
 	}
 	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(*se)).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
@@ -29,12 +34,35 @@ func newPeer(t *testing.T, p Peer) *webrtc.PeerConnection {
 }
 
 // TestPeer: two loopback peers built from Peer connect, with a covert DTLS
-// hello on one side, and carry a message over a detached DataChannel.
+// hello on one side, and carry a message over a detached DataChannel; both
+// announce SCTP's INIT in their descriptions (SNAP), and with a peer that
+// does not (Snowflake's, a browser) they connect all the same.
 func TestPeer(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		snap bool // whether the answerer knows SNAP
+	}{
+		{"SNAP", true},
+		{"answerer without SNAP", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var change []func(*webrtc.SettingEngine)
+			if !tt.snap {
+				change = append(change, func(se *webrtc.SettingEngine) { se.EnableSctpSnap(false) })
+			}
+			testPeerPair(t, tt.snap, change...)
+		})
+	}
+}
+
+// testPeerPair connects an offerer built from Peer with an answerer built
+// from Peer and changed by change; snap says whether the answer must carry
+// SCTP's INIT.
+func testPeerPair(t *testing.T, snap bool, change ...func(*webrtc.SettingEngine)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // only against a hang
 	defer cancel()
 	offerer := newPeer(t, Peer{MaxMessageSize: 64 << 10, LoopbackOnly: true})
-	answerer := newPeer(t, Peer{MaxMessageSize: 64 << 10, LoopbackOnly: true, CovertDTLS: covertdtls.Config{Mode: covertdtls.Mimic}})
+	answerer := newPeer(t, Peer{MaxMessageSize: 64 << 10, LoopbackOnly: true, CovertDTLS: covertdtls.Config{Mode: covertdtls.Mimic}}, change...)
 	dc, err := offerer.CreateDataChannel("test", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -61,12 +89,18 @@ func TestPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(offer.SDP, "a=sctp-init:") {
+		t.Errorf("the offer announces no SCTP INIT:\n%s", offer.SDP)
+	}
 	if err := answerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
 		t.Fatal(err)
 	}
 	answer, err := LocalDescription(ctx, answerer, webrtc.SDPTypeAnswer, time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := strings.Contains(answer.SDP, "a=sctp-init:"); got != snap {
+		t.Errorf("the answer announces an SCTP INIT: %v, want %v", got, snap)
 	}
 	if err := offerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer.SDP}); err != nil {
 		t.Fatal(err)
