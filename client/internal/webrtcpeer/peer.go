@@ -33,11 +33,6 @@ const (
 // size its SDP announces); it is also the size of each Peer's read buffer.
 const MaxMessageSize = 64 << 10
 
-// SCTPReceiveWindow is the SCTP receive window a Peer announces: 4 MiB,
-// where pion's and browsers' 1 MiB caps a download at 7 MB/s on a 150 ms
-// round trip.
-const SCTPReceiveWindow = 4 << 20
-
 // iceFailedTimeout is how long ICE stays disconnected before it reports
 // failed; a Peer dies at disconnected already.
 const iceFailedTimeout = 5 * time.Second
@@ -144,9 +139,6 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		return nil, err
 	}
 	se.EnableDataChannelBlockWrite(true)
-	// A bound on what any proxy, Snowflake's too, has in flight towards
-	// the client, not an allocation.
-	se.SetSCTPMaxReceiveBufferSize(SCTPReceiveWindow)
 	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	// The client is ICE's controlling agent: it nominates the first pair
 	// that works. pion waits 500 ms before nominating a pair with a
