@@ -141,7 +141,7 @@ func TestSendWindowPaths(t *testing.T) {
 }
 
 // TestSendWindowShortPath: below minPacedRTT (a LAN, loopback) the window
-// leaves the proxy's DataChannel to SCTP alone, and nothing is paced.
+// is shortPathWindow, whatever the estimates, and nothing is paced.
 func TestSendWindowShortPath(t *testing.T) {
 	p := simPath{rate: 50e6, rtt: 300 * time.Microsecond, rng: rand.New(rand.NewPCG(1, 2))}
 	w := newSendWindow()
@@ -149,8 +149,8 @@ func TestSendWindowShortPath(t *testing.T) {
 	if w.minRTT >= minPacedRTT {
 		t.Fatalf("minRTT %v, want below %v", w.minRTT, minPacedRTT)
 	}
-	if got := w.window(now); got != maxWindow {
-		t.Errorf("window %d, want %d", got, maxWindow)
+	if got := w.window(now); got != shortPathWindow {
+		t.Errorf("window %d, want %d", got, shortPathWindow)
 	}
 	if r := w.pacingRate(now); r != 0 {
 		t.Errorf("pacing rate %.0f B/s, want 0 (unpaced)", r)
