@@ -66,6 +66,12 @@ const (
 	// session's longer interval delays is its acknowledgement of what the
 	// client sends, until the next tick sees the session busy again.
 	busyInterval = 10
+	// bulkBytes is what a session sends in a tick to count as a bulk
+	// transfer: its writes then wait for the next update (at most
+	// busyInterval) unless its window is full, so that each update sends
+	// what several writes queued in one burst, which the carrier batches
+	// into few messages. An interactive response goes out at once.
+	bulkBytes = 64 << 10
 	idleInterval = 100
 	idleTicks    = 2
 	// sendBudgetDelay and minSendBudget set the relay-wide budget.
@@ -102,6 +108,7 @@ type sendWindow struct {
 	idleSent, idleRecv uint64 // sent and received at the last tick
 	idle               int    // ticks in a row with nothing sent or received
 	interval           int    // KCP's update interval as last set, ms
+	delay              bool   // KCP's write delay as last set
 }
 
 func newSendWindow() *sendWindow {
@@ -150,23 +157,25 @@ func (w *sendWindow) next(srtt int32) (wnd int, limited bool) {
 	return w.wnd, limited
 }
 
-// nextInterval returns KCP's update interval for the next tick (ms) and
-// whether it changed.
-func (w *sendWindow) nextInterval() (int, bool) {
+// nextInterval returns KCP's update interval for the next tick (ms),
+// whether writes wait for the next update (bulkDelay), and whether either
+// changed.
+func (w *sendWindow) nextInterval() (interval int, delay bool, changed bool) {
 	sent, recv := w.sent.Load(), w.received.Load()
 	if sent != w.idleSent || recv != w.idleRecv {
 		w.idle = 0
 	} else {
 		w.idle++
 	}
+	delay = sent-w.idleSent >= bulkBytes
 	w.idleSent, w.idleRecv = sent, recv
-	want := busyInterval
+	interval = busyInterval
 	if w.idle >= idleTicks {
-		want = idleInterval
+		interval = idleInterval
 	}
-	changed := want != w.interval
-	w.interval = want
-	return want, changed
+	changed = interval != w.interval || delay != w.delay
+	w.interval, w.delay = interval, delay
+	return interval, delay, changed
 }
 
 // capAt lowers the window to at most c.
@@ -224,8 +233,9 @@ func (r *Relay) adjustSendWindows() {
 			if _, l := s.window.next(s.kcp.GetSRTT()); l {
 				limited++
 			}
-			if iv, changed := s.window.nextInterval(); changed {
+			if iv, delay, changed := s.window.nextInterval(); changed {
 				s.kcp.SetNoDelay(-1, iv, -1, -1)
+				s.kcp.SetWriteDelay(delay)
 			}
 		}
 		share := budget.share(r.stats.streamDown.Load(), limited)

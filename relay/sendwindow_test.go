@@ -134,27 +134,27 @@ func TestSessionIntervalFollowsActivity(t *testing.T) {
 	// A session that moves nothing gets the long interval at its idleTicks'th
 	// tick.
 	for i := range idleTicks - 1 {
-		if iv, _ := w.nextInterval(); iv != busyInterval {
+		if iv, _, _ := w.nextInterval(); iv != busyInterval {
 			t.Fatalf("tick %d: interval %d while just idle, want %d", i, iv, busyInterval)
 		}
 	}
-	if iv, changed := w.nextInterval(); iv != idleInterval || !changed {
+	if iv, _, changed := w.nextInterval(); iv != idleInterval || !changed {
 		t.Fatalf("idle: interval %d (changed %v), want %d", iv, changed, idleInterval)
 	}
-	if _, changed := w.nextInterval(); changed {
+	if _, _, changed := w.nextInterval(); changed {
 		t.Error("still idle: the interval changed again")
 	}
 	// Bytes from the client to the target make it busy at once, and so do
 	// bytes the other way.
 	w.received.Add(1)
-	if iv, changed := w.nextInterval(); iv != busyInterval || !changed {
+	if iv, _, changed := w.nextInterval(); iv != busyInterval || !changed {
 		t.Errorf("upload: interval %d (changed %v), want %d", iv, changed, busyInterval)
 	}
 	for range idleTicks {
 		w.nextInterval()
 	}
 	w.sent.Add(1)
-	if iv, _ := w.nextInterval(); iv != busyInterval {
+	if iv, _, _ := w.nextInterval(); iv != busyInterval {
 		t.Errorf("download: interval %d, want %d", iv, busyInterval)
 	}
 }

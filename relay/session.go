@@ -243,7 +243,7 @@ func (c countingWriter) Write(p []byte) (int, error) {
 // during one read and one write, never while the target is idle, so its
 // size costs nothing per idle stream. Not tuned by benchmark yet
 // (BenchmarkEcho measures the whole path).
-const copyBufferSize = 16 << 10
+const copyBufferSize = 64 << 10
 
 // copyToStream copies src to dst (the client's smux stream) until EOF (nil
 // error) or an error. When src is a socket, it waits for readability without

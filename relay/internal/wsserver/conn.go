@@ -20,7 +20,7 @@ import (
 const (
 	// ReadBufferSize is the read buffer: about three frames of one KCP
 	// packet each per read.
-	ReadBufferSize = 4096
+	ReadBufferSize = 16 << 10
 	// WriteBufferSize is the write buffer, in which a frame's header and
 	// payload go out in one write (one TLS record: at most 16 KiB). The
 	// relay batches the packets waiting for a carrier into messages this
