@@ -20,14 +20,16 @@ import (
 const (
 	// ReadBufferSize is the read buffer: about three frames of one KCP
 	// packet each per read.
-	ReadBufferSize = 16 << 10
+	ReadBufferSize = 4096
 	// WriteBufferSize is the write buffer, in which a frame's header and
-	// payload go out in one write (one TLS record: at most 16 KiB). The
-	// relay batches the packets waiting for a carrier into messages this
-	// large: a system call per message is most of what sending costs, and
-	// with 4 KiB messages (two KCP packets) a loaded relay made four
-	// times as many (docs/performance.md, "Many users").
-	WriteBufferSize = 16 << 10
+	// payload go out in one write. The relay batches the packets waiting
+	// for a carrier into messages this large: a system call per message
+	// is most of what sending costs (with 16 KiB messages a loaded relay
+	// made twice as many, with 4 KiB eight times; docs/performance.md,
+	// "Many users"). A message stays within 64 KiB − 1, the largest
+	// DataChannel message a Snowflake client reads (pion's read buffer),
+	// since a browser proxy passes each message on whole.
+	WriteBufferSize = 64 << 10
 	// maxServerHeader is the longest header of an unmasked frame.
 	maxServerHeader = ws.MaxHeaderSize - 4
 	// MaxSingleWrite is the largest message that goes out in one write;

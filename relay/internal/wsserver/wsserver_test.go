@@ -347,3 +347,14 @@ func TestHandshakeRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A browser proxy passes each WebSocket message on as one DataChannel
+// message, and a Snowflake client (pion) reads at most 65 535 bytes of one.
+func TestMaxSingleWriteFitsADataChannelMessage(t *testing.T) {
+	if MaxSingleWrite > 65535 {
+		t.Fatalf("MaxSingleWrite = %d, more than a DataChannel message a Snowflake client reads", MaxSingleWrite)
+	}
+	if MaxSingleWrite < 32<<10 {
+		t.Fatalf("MaxSingleWrite = %d: small messages cost a write each", MaxSingleWrite)
+	}
+}
