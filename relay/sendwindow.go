@@ -8,8 +8,8 @@ import (
 )
 
 // Each session's KCP send window follows the queueing delay its client's
-// packets meet, and its update interval whether it moves data (see
-// busyInterval).
+// packets meet, and its update interval and write delay whether it moves
+// data and how much (see busyInterval and bulkBytes).
 //
 // A session's send window is what the relay holds for it: kcp-go's Write
 // blocks once the segments sent and not yet acknowledged plus those not yet
@@ -67,11 +67,16 @@ const (
 	// client sends, until the next tick sees the session busy again.
 	busyInterval = 10
 	// bulkBytes is what a session sends in a tick to count as a bulk
-	// transfer: its writes then wait for the next update (at most
-	// busyInterval) unless its window is full, so that each update sends
+	// transfer. Its writes then wait for the next update unless its window
+	// is full, and it updates every bulkInterval ms: each update sends
 	// what several writes queued in one burst, which the carrier batches
-	// into few messages. An interactive response goes out at once.
-	bulkBytes = 64 << 10
+	// into few messages, and a bulk session's updates cost half as much.
+	// Its retransmission timeout grows by the interval (KCP adds it),
+	// and acknowledgements of what its client sends wait up to that long;
+	// downloads hardly send. An interactive response (less than bulkBytes
+	// per tick) goes out at once.
+	bulkBytes    = 64 << 10
+	bulkInterval = 20
 	idleInterval = 100
 	idleTicks    = 2
 	// sendBudgetDelay and minSendBudget set the relay-wide budget.
@@ -170,8 +175,11 @@ func (w *sendWindow) nextInterval() (interval int, delay bool, changed bool) {
 	delay = sent-w.idleSent >= bulkBytes
 	w.idleSent, w.idleRecv = sent, recv
 	interval = busyInterval
-	if w.idle >= idleTicks {
+	switch {
+	case w.idle >= idleTicks:
 		interval = idleInterval
+	case delay:
+		interval = bulkInterval
 	}
 	changed = interval != w.interval || delay != w.delay
 	w.interval, w.delay = interval, delay

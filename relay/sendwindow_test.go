@@ -158,3 +158,32 @@ func TestSessionIntervalFollowsActivity(t *testing.T) {
 		t.Errorf("download: interval %d, want %d", iv, busyInterval)
 	}
 }
+
+func TestBulkSessionDelaysWrites(t *testing.T) {
+	w := newSendWindow()
+	// An interactive response: writes go out at once.
+	w.sent.Add(20 << 10)
+	if iv, delay, _ := w.nextInterval(); iv != busyInterval || delay {
+		t.Fatalf("interactive: interval %d, delay %v; want %d, no delay", iv, delay, busyInterval)
+	}
+	// A download: writes wait for the next update, which comes less often.
+	w.sent.Add(bulkBytes)
+	iv, delay, changed := w.nextInterval()
+	if iv != bulkInterval || !delay || !changed {
+		t.Fatalf("bulk: interval %d, delay %v, changed %v; want %d, delay, changed", iv, delay, changed, bulkInterval)
+	}
+	w.sent.Add(bulkBytes)
+	if _, _, changed := w.nextInterval(); changed {
+		t.Error("still bulk: changed again")
+	}
+	// Back to a trickle: no delay, the busy interval.
+	w.sent.Add(1)
+	if iv, delay, changed := w.nextInterval(); iv != busyInterval || delay || !changed {
+		t.Errorf("after bulk: interval %d, delay %v, changed %v; want %d, no delay, changed", iv, delay, changed, busyInterval)
+	}
+	// Upload alone never counts as bulk: the relay's writes are small.
+	w.received.Add(10 * bulkBytes)
+	if _, delay, _ := w.nextInterval(); delay {
+		t.Error("upload: writes delayed")
+	}
+}
