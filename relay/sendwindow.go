@@ -57,26 +57,24 @@ const (
 	// be noise); on a long one, half the round trip.
 	minQueueTarget = 10 * time.Millisecond
 	// busyInterval is KCP's update interval (ms) of a session that moves
-	// data (Snowflake's, kcp-go's minimum); idleInterval that of one that
-	// has moved nothing for idleTicks ticks. A session's updates are
-	// three quarters of the CPU an idle relay spends: each runs a flush
-	// and a check of the session's state. Sending does not wait for
-	// them (a write flushes, an acknowledgement that frees the window
-	// flushes), and a retransmission is still made when due; what an idle
-	// session's longer interval delays is its acknowledgement of what the
-	// client sends, until the next tick sees the session busy again.
-	busyInterval = 10
+	// data (twice Snowflake's 10 ms); idleInterval that of one that has
+	// moved nothing for idleTicks ticks. A session's updates are three
+	// quarters of the CPU an idle relay spends and a tenth of a loaded
+	// one's: each runs a flush and a check of the session's state. Sending
+	// does not wait for them (a write flushes, an acknowledgement that
+	// frees the window flushes) except in bulk (bulkBytes), and a
+	// retransmission is still made when due (KCP adds the interval to the
+	// timeout); what the interval delays is the acknowledgement of what
+	// the client sends, which its own timeout (at least 100 ms) allows
+	// for, and for an idle session only until the next tick sees it busy
+	// again.
+	busyInterval = 20
 	// bulkBytes is what a session sends in a tick to count as a bulk
 	// transfer. Its writes then wait for the next update unless its window
-	// is full, and it updates every bulkInterval ms: each update sends
-	// what several writes queued in one burst, which the carrier batches
-	// into few messages, and a bulk session's updates cost half as much.
-	// Its retransmission timeout grows by the interval (KCP adds it),
-	// and acknowledgements of what its client sends wait up to that long;
-	// downloads hardly send. An interactive response (less than bulkBytes
-	// per tick) goes out at once.
+	// is full: each update sends what several writes queued in one burst,
+	// which the carrier batches into few messages. An interactive response
+	// (less than bulkBytes per tick) goes out at once.
 	bulkBytes    = 64 << 10
-	bulkInterval = 20
 	idleInterval = 100
 	idleTicks    = 2
 	// sendBudgetDelay and minSendBudget set the relay-wide budget.
@@ -175,11 +173,8 @@ func (w *sendWindow) nextInterval() (interval int, delay bool, changed bool) {
 	delay = sent-w.idleSent >= bulkBytes
 	w.idleSent, w.idleRecv = sent, recv
 	interval = busyInterval
-	switch {
-	case w.idle >= idleTicks:
+	if w.idle >= idleTicks {
 		interval = idleInterval
-	case delay:
-		interval = bulkInterval
 	}
 	changed = interval != w.interval || delay != w.delay
 	w.interval, w.delay = interval, delay

@@ -78,6 +78,7 @@ func (s *shard) acceptLoop(r *Relay) {
 			continue
 		}
 		conn.SetWindowSize(initialSendWindow, 0)
+		conn.SetNoDelay(-1, busyInterval, -1, -1) // see sendwindow.go
 		sess := &session{id: id, kcp: conn, window: newSendWindow()}
 		addr, ok := r.startSession(sess)
 		if !ok {
