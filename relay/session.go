@@ -240,10 +240,12 @@ func (c countingWriter) Write(p []byte) (int, error) {
 }
 
 // copyBufferSize is the size of the pooled buffers used to read from
-// targets (a TLS record from tor is up to 16 KiB). A buffer is held only
-// during one read and one write, never while the target is idle, so its
-// size costs nothing per idle stream. Not tuned by benchmark yet
-// (BenchmarkEcho measures the whole path).
+// targets. A buffer is held only during one read and one write (which
+// waits while the session's send window is full), never while the target
+// is idle, so its size costs nothing per idle stream. 64 KiB reads take
+// what a fast target has sent in one system call and one smux write: with
+// 16 KiB ones a loaded relay made half again as many reads per MB
+// (docs/performance.md, "Many users").
 const copyBufferSize = 64 << 10
 
 // copyToStream copies src to dst (the client's smux stream) until EOF (nil
