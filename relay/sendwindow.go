@@ -8,8 +8,8 @@ import (
 )
 
 // Each session's KCP send window follows the queueing delay its client's
-// packets meet, and its update interval and write delay whether it moves
-// data and how much (see busyInterval and bulkBytes).
+// packets meet, and its update interval whether it moves data (see
+// busyInterval).
 //
 // A session's send window is what the relay holds for it: kcp-go's Write
 // blocks once the segments sent and not yet acknowledged plus those not yet
@@ -60,21 +60,14 @@ const (
 	// data (twice Snowflake's 10 ms); idleInterval that of one that has
 	// moved nothing for idleTicks ticks. A session's updates are three
 	// quarters of the CPU an idle relay spends and a tenth of a loaded
-	// one's: each runs a flush and a check of the session's state. Sending
-	// does not wait for them (a write flushes, an acknowledgement that
-	// frees the window flushes) except in bulk (bulkBytes), and a
-	// retransmission is still made when due (KCP adds the interval to the
-	// timeout); what the interval delays is the acknowledgement of what
-	// the client sends, which its own timeout (at least 100 ms) allows
-	// for, and for an idle session only until the next tick sees it busy
-	// again.
+	// one's: each runs a flush and a check of the session's state.
+	// Sending does not wait for them (a write flushes, an acknowledgement
+	// that frees the window flushes), and a retransmission is still made
+	// when due (KCP adds the interval to its timeout); what the interval
+	// delays is the acknowledgement of what the client sends, which the
+	// client's own timeout (at least 100 ms) allows for, and for an idle
+	// session only until the next tick sees it busy again.
 	busyInterval = 20
-	// bulkBytes is what a session sends in a tick to count as a bulk
-	// transfer. Its writes then wait for the next update unless its window
-	// is full: each update sends what several writes queued in one burst,
-	// which the carrier batches into few messages. An interactive response
-	// (less than bulkBytes per tick) goes out at once.
-	bulkBytes    = 64 << 10
 	idleInterval = 100
 	idleTicks    = 2
 	// sendBudgetDelay and minSendBudget set the relay-wide budget.
@@ -111,7 +104,6 @@ type sendWindow struct {
 	idleSent, idleRecv uint64 // sent and received at the last tick
 	idle               int    // ticks in a row with nothing sent or received
 	interval           int    // KCP's update interval as last set, ms
-	delay              bool   // KCP's write delay as last set
 }
 
 func newSendWindow() *sendWindow {
@@ -160,25 +152,23 @@ func (w *sendWindow) next(srtt int32) (wnd int, limited bool) {
 	return w.wnd, limited
 }
 
-// nextInterval returns KCP's update interval for the next tick (ms),
-// whether writes wait for the next update (bulkDelay), and whether either
-// changed.
-func (w *sendWindow) nextInterval() (interval int, delay bool, changed bool) {
+// nextInterval returns KCP's update interval for the next tick (ms) and
+// whether it changed.
+func (w *sendWindow) nextInterval() (int, bool) {
 	sent, recv := w.sent.Load(), w.received.Load()
 	if sent != w.idleSent || recv != w.idleRecv {
 		w.idle = 0
 	} else {
 		w.idle++
 	}
-	delay = sent-w.idleSent >= bulkBytes
 	w.idleSent, w.idleRecv = sent, recv
-	interval = busyInterval
+	want := busyInterval
 	if w.idle >= idleTicks {
-		interval = idleInterval
+		want = idleInterval
 	}
-	changed = interval != w.interval || delay != w.delay
-	w.interval, w.delay = interval, delay
-	return interval, delay, changed
+	changed := want != w.interval
+	w.interval = want
+	return want, changed
 }
 
 // capAt lowers the window to at most c.
@@ -236,9 +226,8 @@ func (r *Relay) adjustSendWindows() {
 			if _, l := s.window.next(s.kcp.GetSRTT()); l {
 				limited++
 			}
-			if iv, delay, changed := s.window.nextInterval(); changed {
+			if iv, changed := s.window.nextInterval(); changed {
 				s.kcp.SetNoDelay(-1, iv, -1, -1)
-				s.kcp.SetWriteDelay(delay)
 			}
 		}
 		share := budget.share(r.stats.streamDown.Load(), limited)

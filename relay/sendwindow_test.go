@@ -134,56 +134,27 @@ func TestSessionIntervalFollowsActivity(t *testing.T) {
 	// A session that moves nothing gets the long interval at its idleTicks'th
 	// tick.
 	for i := range idleTicks - 1 {
-		if iv, _, _ := w.nextInterval(); iv != busyInterval {
+		if iv, _ := w.nextInterval(); iv != busyInterval {
 			t.Fatalf("tick %d: interval %d while just idle, want %d", i, iv, busyInterval)
 		}
 	}
-	if iv, _, changed := w.nextInterval(); iv != idleInterval || !changed {
+	if iv, changed := w.nextInterval(); iv != idleInterval || !changed {
 		t.Fatalf("idle: interval %d (changed %v), want %d", iv, changed, idleInterval)
 	}
-	if _, _, changed := w.nextInterval(); changed {
+	if _, changed := w.nextInterval(); changed {
 		t.Error("still idle: the interval changed again")
 	}
 	// Bytes from the client to the target make it busy at once, and so do
 	// bytes the other way.
 	w.received.Add(1)
-	if iv, _, changed := w.nextInterval(); iv != busyInterval || !changed {
+	if iv, changed := w.nextInterval(); iv != busyInterval || !changed {
 		t.Errorf("upload: interval %d (changed %v), want %d", iv, changed, busyInterval)
 	}
 	for range idleTicks {
 		w.nextInterval()
 	}
 	w.sent.Add(1)
-	if iv, _, _ := w.nextInterval(); iv != busyInterval {
+	if iv, _ := w.nextInterval(); iv != busyInterval {
 		t.Errorf("download: interval %d, want %d", iv, busyInterval)
-	}
-}
-
-func TestBulkSessionDelaysWrites(t *testing.T) {
-	w := newSendWindow()
-	// An interactive response: writes go out at once.
-	w.sent.Add(20 << 10)
-	if iv, delay, _ := w.nextInterval(); iv != busyInterval || delay {
-		t.Fatalf("interactive: interval %d, delay %v; want %d, no delay", iv, delay, busyInterval)
-	}
-	// A download: writes wait for the next update.
-	w.sent.Add(bulkBytes)
-	iv, delay, changed := w.nextInterval()
-	if iv != busyInterval || !delay || !changed {
-		t.Fatalf("bulk: interval %d, delay %v, changed %v; want %d, delay, changed", iv, delay, changed, busyInterval)
-	}
-	w.sent.Add(bulkBytes)
-	if _, _, changed := w.nextInterval(); changed {
-		t.Error("still bulk: changed again")
-	}
-	// Back to a trickle: no delay, the busy interval.
-	w.sent.Add(1)
-	if iv, delay, changed := w.nextInterval(); iv != busyInterval || delay || !changed {
-		t.Errorf("after bulk: interval %d, delay %v, changed %v; want %d, no delay, changed", iv, delay, changed, busyInterval)
-	}
-	// Upload alone never counts as bulk: the relay's writes are small.
-	w.received.Add(10 * bulkBytes)
-	if _, delay, _ := w.nextInterval(); delay {
-		t.Error("upload: writes delayed")
 	}
 }

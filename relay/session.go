@@ -241,12 +241,13 @@ func (c countingWriter) Write(p []byte) (int, error) {
 
 // copyBufferSize is the size of the pooled buffers used to read from
 // targets. A buffer is held only during one read and one write (which
-// waits while the session's send window is full), never while the target
-// is idle, so its size costs nothing per idle stream. 64 KiB reads take
-// what a fast target has sent in one system call and one smux write: with
-// 16 KiB ones a loaded relay made half again as many reads per MB
-// (docs/performance.md, "Many users").
-const copyBufferSize = 64 << 10
+// waits while the session's send window is full: a download holds one all
+// the time), never while the target is idle, so its size costs nothing per
+// idle stream. 32 KiB reads take what a fast target has sent in one system
+// call and one smux frame: with 16 KiB ones a loaded relay made half again
+// as many reads per MB; 64 KiB ones saved a few more reads for 10 MB more
+// heap with 100 downloads (docs/performance.md, "Many users").
+const copyBufferSize = 32 << 10
 
 // copyToStream copies src to dst (the client's smux stream) until EOF (nil
 // error) or an error. When src is a socket, it waits for readability without
