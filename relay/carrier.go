@@ -60,8 +60,9 @@ type bufferPools struct {
 	// A carrier takes one only while a packet is arriving: an idle carrier
 	// holds none.
 	packets sync.Pool
-	// messages holds *bytes.Buffer for building outgoing messages; a
-	// carrier takes one only while it has packets to send.
+	// messages holds *[]byte buffers of wsserver.HeadRoom+maxMessageSize
+	// for building outgoing messages; a carrier takes one only while it
+	// has packets to send.
 	messages sync.Pool
 	// copies holds *[]byte buffers of copyBufferSize for reading from
 	// targets.
@@ -77,7 +78,8 @@ func newBufferPools() *bufferPools {
 		return &b
 	}
 	p.messages.New = func() any {
-		return bytes.NewBuffer(make([]byte, 0, maxMessageSize))
+		b := make([]byte, 0, wsserver.HeadRoom+maxMessageSize)
+		return &b
 	}
 	p.copies.New = func() any {
 		b := make([]byte, copyBufferSize)
@@ -405,16 +407,16 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 			c.closeConn()
 			return
 		}
-		buf := c.r.pools.messages.Get().(*bytes.Buffer)
-		buf.Reset()
-		c.appendPacket(buf, p)
+		bp := c.r.pools.messages.Get().(*[]byte)
+		msg := (*bp)[:wsserver.HeadRoom]
+		msg = c.appendPacket(msg, p)
 		pconn.Restore(p)
 	batch:
-		for ok && buf.Len()+maxPacketSize+3+tunnelseal.Overhead <= maxMessageSize {
+		for ok && len(msg)-wsserver.HeadRoom+maxPacketSize+3+tunnelseal.Overhead <= maxMessageSize {
 			select {
 			case p, ok = <-queue:
 				if ok {
-					c.appendPacket(buf, p)
+					msg = c.appendPacket(msg, p)
 					pconn.Restore(p)
 				}
 			default:
@@ -423,9 +425,10 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 		}
 		err := c.conn.SetWriteDeadline(time.Now().Add(carrierWriteTimeout))
 		if err == nil {
-			_, err = c.conn.Write(buf.Bytes())
+			_, err = c.conn.WriteWithHeadRoom(msg)
 		}
-		c.r.pools.messages.Put(buf)
+		*bp = msg[:0]
+		c.r.pools.messages.Put(bp)
 		if err != nil || !ok {
 			c.closeConn()
 			return
@@ -435,14 +438,17 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 	}
 }
 
-func (c *carrier) appendPacket(buf *bytes.Buffer, p []byte) {
+// appendPacket appends p to msg as a chunk, and returns msg.
+func (c *carrier) appendPacket(msg, p []byte) []byte {
 	if c.seal != nil {
-		c.appendSealed(buf, p)
-		return
+		return c.appendSealed(msg, p)
 	}
-	// Writing to a bytes.Buffer cannot fail.
-	_, _ = encapsulation.WriteData(buf, p)
+	out, err := encapsulation.AppendDataPrefix(msg, len(p))
+	if err != nil {
+		return msg // longer than any chunk: KCP never sends one
+	}
 	c.r.stats.carrierOut.Add(uint64(len(p)))
+	return append(out, p...)
 }
 
 // prefixedReader reads one byte that was read ahead, then the rest of the

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"io"
 
 	"github.com/flurrypt/flurry/common/tunnelseal"
@@ -96,12 +95,12 @@ func (c *carrier) open(b []byte) (int, error) {
 	return len(p), nil
 }
 
-// appendSealed appends p to buf as a sealed chunk, in place.
-func (c *carrier) appendSealed(buf *bytes.Buffer, p []byte) {
-	out, err := c.seal.send.AppendChunk(buf.AvailableBuffer(), p)
+// appendSealed appends p to msg as a sealed chunk, and returns msg.
+func (c *carrier) appendSealed(msg, p []byte) []byte {
+	out, err := c.seal.send.AppendChunk(msg, p)
 	if err != nil {
-		return // the counter is exhausted: the client cannot open it anyway
+		return msg // the counter is exhausted: the client cannot open it anyway
 	}
-	buf.Write(out)
 	c.r.stats.carrierOut.Add(uint64(len(p)))
+	return out
 }

@@ -57,15 +57,17 @@ const (
 	// be noise); on a long one, half the round trip.
 	minQueueTarget = 10 * time.Millisecond
 	// busyInterval is KCP's update interval (ms) of a session that moves
-	// data (Snowflake's, kcp-go's minimum); idleInterval that of one that
-	// has moved nothing for idleTicks ticks. A session's updates are
-	// three quarters of the CPU an idle relay spends: each runs a flush
-	// and a check of the session's state. Sending does not wait for
-	// them (a write flushes, an acknowledgement that frees the window
-	// flushes), and a retransmission is still made when due; what an idle
-	// session's longer interval delays is its acknowledgement of what the
-	// client sends, until the next tick sees the session busy again.
-	busyInterval = 10
+	// data (twice Snowflake's 10 ms); idleInterval that of one that has
+	// moved nothing for idleTicks ticks. A session's updates are three
+	// quarters of the CPU an idle relay spends and a tenth of a loaded
+	// one's: each runs a flush and a check of the session's state.
+	// Sending does not wait for them (a write flushes, an acknowledgement
+	// that frees the window flushes), and a retransmission is still made
+	// when due (KCP adds the interval to its timeout); what the interval
+	// delays is the acknowledgement of what the client sends, which the
+	// client's own timeout (at least 100 ms) allows for, and for an idle
+	// session only until the next tick sees it busy again.
+	busyInterval = 20
 	idleInterval = 100
 	idleTicks    = 2
 	// sendBudgetDelay and minSendBudget set the relay-wide budget.

@@ -78,6 +78,7 @@ func (s *shard) acceptLoop(r *Relay) {
 			continue
 		}
 		conn.SetWindowSize(initialSendWindow, 0)
+		conn.SetNoDelay(-1, busyInterval, -1, -1) // see sendwindow.go
 		sess := &session{id: id, kcp: conn, window: newSendWindow()}
 		addr, ok := r.startSession(sess)
 		if !ok {
@@ -239,11 +240,14 @@ func (c countingWriter) Write(p []byte) (int, error) {
 }
 
 // copyBufferSize is the size of the pooled buffers used to read from
-// targets (a TLS record from tor is up to 16 KiB). A buffer is held only
-// during one read and one write, never while the target is idle, so its
-// size costs nothing per idle stream. Not tuned by benchmark yet
-// (BenchmarkEcho measures the whole path).
-const copyBufferSize = 16 << 10
+// targets. A buffer is held only during one read and one write (which
+// waits while the session's send window is full: a download holds one all
+// the time), never while the target is idle, so its size costs nothing per
+// idle stream. 32 KiB reads take what a fast target has sent in one system
+// call and one smux frame: with 16 KiB ones a loaded relay made half again
+// as many reads per MB; 64 KiB ones saved a few more reads for 10 MB more
+// heap with 100 downloads (docs/performance.md, "Many users").
+const copyBufferSize = 32 << 10
 
 // copyToStream copies src to dst (the client's smux stream) until EOF (nil
 // error) or an error. When src is a socket, it waits for readability without

@@ -3,6 +3,7 @@ package wsserver
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -22,17 +23,21 @@ const (
 	// packet each per read.
 	ReadBufferSize = 4096
 	// WriteBufferSize is the write buffer, in which a frame's header and
-	// payload go out in one write (one TLS record: at most 16 KiB). The
-	// relay batches the packets waiting for a carrier into messages this
-	// large: a system call per message is most of what sending costs, and
-	// with 4 KiB messages (two KCP packets) a loaded relay made four
-	// times as many (docs/performance.md, "Many users").
-	WriteBufferSize = 16 << 10
+	// payload go out in one write. The relay batches the packets waiting
+	// for a carrier into messages this large: a system call per message
+	// is most of what sending costs (with 16 KiB messages a loaded relay
+	// made twice as many, with 4 KiB eight times; docs/performance.md,
+	// "Many users"). A message stays within 64 KiB − 1, the largest
+	// DataChannel message a Snowflake client reads (pion's read buffer),
+	// since a browser proxy passes each message on whole.
+	WriteBufferSize = 64 << 10
 	// maxServerHeader is the longest header of an unmasked frame.
 	maxServerHeader = ws.MaxHeaderSize - 4
 	// MaxSingleWrite is the largest message that goes out in one write;
 	// larger ones take two.
 	MaxSingleWrite = WriteBufferSize - maxServerHeader
+	// HeadRoom is the room WriteWithHeadRoom needs in front of a message.
+	HeadRoom = maxServerHeader
 )
 
 const (
@@ -320,6 +325,79 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// WriteWithHeadRoom sends b[HeadRoom:] as one binary message, in one
+// write: it puts the frame's header into b[:HeadRoom], so that a caller
+// that builds messages in a buffer of its own sends them without a copy
+// (and without holding a second buffer while the peer is slow). b's
+// payload is at most MaxSingleWrite bytes.
+func (c *Conn) WriteWithHeadRoom(b []byte) (int, error) {
+	if len(b) < HeadRoom || len(b)-HeadRoom > MaxSingleWrite {
+		return 0, fmt.Errorf("%w: %d bytes with head room", errMessageSize, len(b))
+	}
+	if c.closed.Load() {
+		return 0, errClosed
+	}
+	p := b[HeadRoom:]
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var deadline time.Time
+	if ns := c.writeDeadline.Load(); ns != 0 {
+		deadline = time.Unix(0, ns)
+	}
+	h := putBinaryHeader(b[:HeadRoom], len(p))
+	frame := b[HeadRoom-len(h):]
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.sendLocked(frame, deadline); err != nil {
+		if c.closed.Load() {
+			return 0, errClosed
+		}
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// putBinaryHeader writes the header of an unmasked, final binary frame of
+// n bytes at the end of room (at least maxServerHeader bytes), as RFC 6455
+// section 5.2 lays it out, and returns it. (ws.WriteHeaderBuffer takes an
+// io.Writer, through which a stack buffer escapes: an allocation per
+// message.)
+func putBinaryHeader(room []byte, n int) []byte {
+	var h []byte
+	switch {
+	case n < 126:
+		h = room[len(room)-2:]
+		h[1] = byte(n)
+	case n <= 0xffff:
+		h = room[len(room)-4:]
+		h[1] = 126
+		binary.BigEndian.PutUint16(h[2:], uint16(n))
+	default:
+		h = room[len(room)-10:]
+		h[1] = 127
+		binary.BigEndian.PutUint64(h[2:], uint64(n))
+	}
+	h[0] = 0x80 | byte(ws.OpBinary) // FIN
+	return h
+}
+
+// sendLocked writes a whole frame; c.wmu is held. A failed write leaves
+// the stream broken, as in writeFrameLocked.
+func (c *Conn) sendLocked(frame []byte, deadline time.Time) error {
+	if c.wfailed.Load() {
+		return errWriteFailed
+	}
+	if err := c.conn.SetWriteDeadline(deadline); err != nil {
+		return err
+	}
+	if _, err := c.conn.Write(frame); err != nil {
+		c.wfailed.Store(true)
+		return err
+	}
+	return nil
 }
 
 // writeControl sends a control frame within timeout, unless a close frame

@@ -8,6 +8,8 @@
 // a Conn, a net.Conn whose reads are the payload of consecutive data
 // messages (a byte stream: message boundaries carry no meaning for the
 // turbotunnel encapsulation) and whose every Write is one binary message.
+// WriteWithHeadRoom sends a message the caller built behind room for the
+// frame header, in one write and without a copy.
 //
 // Unlike gorilla/websocket, a Conn holds no buffer between reads: Read
 // borrows a read buffer from a pool and Release gives it back, so an idle

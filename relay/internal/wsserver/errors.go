@@ -13,6 +13,9 @@ var (
 	// errShortClose is why a close frame of one byte is a protocol error
 	// (RFC 6455, section 5.5.1: none, or a two-byte code).
 	errShortClose = errors.New("close frame of one byte")
+	// errMessageSize is returned by WriteWithHeadRoom for a buffer without
+	// the head room or with more than one write's payload.
+	errMessageSize = errors.New("websocket: message does not fit one write")
 	// errWriteFailed is returned by writes after one failed.
 	errWriteFailed = errors.New("websocket: an earlier write failed")
 	// errClosed is returned by Read and Write after Close; it matches both

@@ -347,3 +347,50 @@ func TestHandshakeRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A browser proxy passes each WebSocket message on as one DataChannel
+// message, and a Snowflake client (pion) reads at most 65 535 bytes of one.
+func TestMaxSingleWriteFitsADataChannelMessage(t *testing.T) {
+	if MaxSingleWrite > 65535 {
+		t.Fatalf("MaxSingleWrite = %d, more than a DataChannel message a Snowflake client reads", MaxSingleWrite)
+	}
+	if MaxSingleWrite < 32<<10 {
+		t.Fatalf("MaxSingleWrite = %d: small messages cost a write each", MaxSingleWrite)
+	}
+}
+
+func TestWriteWithHeadRoom(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "tls"}[useTLS], func(t *testing.T) {
+			c, ws := pair(t, useTLS)
+			want := bytes.Repeat([]byte("0123456789"), MaxSingleWrite/10+1)[:MaxSingleWrite]
+			// Each length form of the header: 7 bits, 16 bits.
+			for _, size := range []int{1, 125, 126, 1403, 0xffff - HeadRoom, MaxSingleWrite} {
+				b := append(make([]byte, HeadRoom, HeadRoom+size), want[:size]...)
+				if n, err := c.WriteWithHeadRoom(b); err != nil || n != size {
+					t.Fatalf("%d bytes: wrote %d, %v", size, n, err)
+				}
+				typ, msg, err := ws.ReadMessage()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if typ != websocket.BinaryMessage || !bytes.Equal(msg, want[:size]) {
+					t.Fatalf("message of %d bytes: type %d, %d bytes back", size, typ, len(msg))
+				}
+			}
+			for _, size := range []int{-1, MaxSingleWrite + 1} {
+				b := make([]byte, HeadRoom+size)
+				if _, err := c.WriteWithHeadRoom(b); !errors.Is(err, errMessageSize) {
+					t.Errorf("%d bytes after the head room: %v, want errMessageSize", size, err)
+				}
+			}
+			// The connection still works after a refused message.
+			if _, err := c.WriteWithHeadRoom(append(make([]byte, HeadRoom), "after"...)); err != nil {
+				t.Fatal(err)
+			}
+			if _, msg, err := ws.ReadMessage(); err != nil || string(msg) != "after" {
+				t.Fatalf("after a refused message: %q, %v", msg, err)
+			}
+		})
+	}
+}
