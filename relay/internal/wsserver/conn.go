@@ -384,16 +384,16 @@ func putBinaryHeader(room []byte, n int) []byte {
 	return h
 }
 
-// sendLocked writes a whole frame; c.wmu is held. A failed write leaves
-// the stream broken, as in writeFrameLocked.
-func (c *Conn) sendLocked(frame []byte, deadline time.Time) error {
+// sendLocked writes b (a whole frame, or its header or payload); c.wmu is
+// held. A failed write leaves the stream broken: every later write fails.
+func (c *Conn) sendLocked(b []byte, deadline time.Time) error {
 	if c.wfailed.Load() {
 		return errWriteFailed
 	}
 	if err := c.conn.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
-	if _, err := c.conn.Write(frame); err != nil {
+	if _, err := c.conn.Write(b); err != nil {
 		c.wfailed.Store(true)
 		return err
 	}
@@ -422,12 +422,6 @@ func (c *Conn) writeControlLocked(op ws.OpCode, payload []byte, timeout time.Dur
 // leaves the stream broken (a frame may have gone out in part, and TLS has
 // spent a record's sequence number): every later write fails.
 func (c *Conn) writeFrameLocked(op ws.OpCode, p []byte, deadline time.Time) error {
-	if c.wfailed.Load() {
-		return errWriteFailed
-	}
-	if err := c.conn.SetWriteDeadline(deadline); err != nil {
-		return err
-	}
 	f := c.pools.write.Get().(*frameBuffer)
 	defer func() {
 		f.buf = f.buf[:0]
@@ -437,17 +431,14 @@ func (c *Conn) writeFrameLocked(op ws.OpCode, p []byte, deadline time.Time) erro
 	if err := ws.WriteHeaderBuffer(f, h, f.scratch[:]); err != nil {
 		return err
 	}
-	var err error
 	if len(f.buf)+len(p) <= cap(f.buf) {
 		f.buf = append(f.buf, p...)
-		_, err = c.conn.Write(f.buf)
-	} else if _, err = c.conn.Write(f.buf); err == nil {
-		_, err = c.conn.Write(p)
+		return c.sendLocked(f.buf, deadline)
 	}
-	if err != nil {
-		c.wfailed.Store(true)
+	if err := c.sendLocked(f.buf, deadline); err != nil {
+		return err
 	}
-	return err
+	return c.sendLocked(p, deadline)
 }
 
 // Close sends a close frame (best effort, bounded by a short deadline, and
