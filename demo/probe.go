@@ -4,21 +4,25 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 )
 
 // FreeAddr returns a loopback TCP address ("127.0.0.1:port") that was free a
-// moment ago. Another program could take it before the caller does; on
-// loopback in a test run that is rare, and a process that cannot listen
-// fails its readiness probe with a clear error.
+// moment ago. Another program could take it before the caller does; the
+// port is chosen below Linux's default range of ephemeral ports (32768 and
+// up), so that the outgoing connections of the processes a test starts
+// cannot take it meanwhile, and a process that cannot listen fails its
+// readiness probe with a clear error.
 func FreeAddr() (string, error) { return FreeAddrOn("127.0.0.1") }
 
 // FreeAddrOn returns a TCP address on host (an IP address of this
 // machine) that was free a moment ago.
 func FreeAddrOn(host string) (string, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	ln, err := listenFree(host)
 	if err != nil {
 		return "", err
 	}
@@ -37,7 +41,7 @@ func FreeAddrs(n int) ([]string, error) {
 	}()
 	out := make([]string, 0, n)
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := listenFree("127.0.0.1")
 		if err != nil {
 			return nil, err
 		}
@@ -45,6 +49,24 @@ func FreeAddrs(n int) ([]string, error) {
 		out = append(out, ln.Addr().String())
 	}
 	return out, nil
+}
+
+// Ports FreeAddr chooses from: below Linux's default ephemeral range.
+const (
+	freePortLow  = 20000
+	freePortHigh = 32768
+)
+
+// listenFree listens on host at a random port in [freePortLow,
+// freePortHigh), or at any port the kernel gives if a few tries fail.
+func listenFree(host string) (net.Listener, error) {
+	for range 20 {
+		port := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		if ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port))); err == nil {
+			return ln, nil
+		}
+	}
+	return net.Listen("tcp", net.JoinHostPort(host, "0"))
 }
 
 // Port returns the port of a host:port address as a string.
