@@ -100,6 +100,13 @@ const (
 
 	startupGain = 2.89
 	steadyGain  = 2.0
+	// drainGain is the window while draining: one bandwidth-delay
+	// product. Drain ends when no more than that is in flight, and the
+	// window cannot tell what has left the proxy from what pion's SCTP
+	// still holds behind the pacer (Pacer.Held sees only the datagram it
+	// is spacing), so a larger window would keep refilling pion's queue
+	// and drain would not end.
+	drainGain = 1.0
 
 	// startupPacingGain paces startup at 2/ln 2 times the delivery rate,
 	// which doubles it each round trip; drainPacingGain empties the
@@ -348,7 +355,11 @@ func (w *sendWindow) window(now time.Time) int {
 		win := int(startupGain * bw * w.minRTT.Seconds())
 		return min(max(win, initialWindow), maxWindow)
 	}
-	win := int(steadyGain * bw * w.minRTT.Seconds())
+	gain := steadyGain
+	if w.drain {
+		gain = drainGain
+	}
+	win := int(gain * bw * w.minRTT.Seconds())
 	return min(max(win, minWindow), maxWindow)
 }
 
