@@ -28,7 +28,7 @@ type linkSim struct {
 	// pacer and keeps the rest of its batch, already counted in
 	// BufferedAmount, where the pacer cannot see it.
 	heldUnseen bool
-	trace  func(format string, args ...any)
+	trace      func(format string, args ...any)
 
 	rng       *rand.Rand
 	paceRate  float64
