@@ -15,7 +15,7 @@ func checkMarshalDifferential(t *testing.T, s1, s2, s3, s4 string, n int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pr.marshal(); !bytes.Equal(got, want) {
+	if got := pr.appendMarshal(nil); !bytes.Equal(got, want) {
 		t.Fatalf("ProxyPollResponse %#v:\n got %s\nwant %s", pr, got, want)
 	}
 	for _, cr := range []ClientPollResponse{{Answer: s1, Error: s2}, {Answer: s3}, {Error: s4}, {}} {
@@ -23,7 +23,7 @@ func checkMarshalDifferential(t *testing.T, s1, s2, s3, s4 string, n int64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cr.marshal(); !bytes.Equal(got, want) {
+		if got := cr.appendMarshal(nil); !bytes.Equal(got, want) {
 			t.Fatalf("ClientPollResponse %#v:\n got %s\nwant %s", cr, got, want)
 		}
 	}
