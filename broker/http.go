@@ -78,10 +78,11 @@ func (b *Broker) Handler() http.Handler {
 	// it waits or ends; any other request gives it up at once. The
 	// rendezvous endpoints are called here rather than through mux (which
 	// routes their exact paths to them alone): a proxy's match response is
-	// flushed from inside its handler, below net/http's deep header
-	// writer, and every frame saved keeps that within a new goroutine's
-	// stack instead of growing it again after each garbage collection
-	// shrank it (BenchmarkServeProxyMatchStack).
+	// flushed from inside its handler, through net/http's header writer
+	// (a 3 KiB frame), and the frames saved keep that path within a
+	// goroutine's first 8 KiB of stack. Deeper, each garbage collection
+	// shrank the connections' stacks and the next match grew them again
+	// (docs/performance.md, "Broker").
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/proxy":
