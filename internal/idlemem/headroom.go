@@ -16,14 +16,14 @@ import (
 // its GOGC maxGCPercent.
 const (
 	headroomTick = 100 * time.Millisecond
-	sustainTicks = 5
+	sustainTicks = 10
 	maxHeadroom  = 64 << 20
 	maxGCPercent = 2000
 )
 
 // FollowAllocation starts a goroutine that, unless the environment sets
 // GOGC, lets the heap grow between two collections by at least what the
-// process allocates in a window at the rate it has kept for the last half
+// process allocates in a window at the rate it has kept for the last
 // second (at most 64 MiB): a server allocating fast and steadily collects
 // about once a window instead of after every GCPercent of a small live
 // heap, each collection's fixed cost (the goroutine stacks, the roots)

@@ -93,7 +93,7 @@ func TestFollowerTicks(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no collection but the test's
 	f := newFollower(time.Second)
 	for i := range sustainTicks {
-		for range 16 {
+		for range 4 {
 			sink = make([]byte, 1<<20)
 		}
 		sink = nil
