@@ -60,10 +60,10 @@ const robotsTxt = "User-agent: *\nDisallow: /\n"
 // goroutine or buffers; it works on any server.
 func (b *Broker) Handler() http.Handler {
 	rec := b.stats
+	proxy := &endpoint{stats.EndpointProxy, event.EndpointProxy, &b.limits.proxy, b.serveProxy}
+	client := &endpoint{stats.EndpointClient, event.EndpointClient, &b.limits.client, answered(b.serveClient)}
+	answer := &endpoint{stats.EndpointAnswer, event.EndpointAnswer, &b.limits.answer, answered(b.serveAnswer)}
 	mux := http.NewServeMux()
-	mux.Handle("/proxy", b.endpoint(stats.EndpointProxy, event.EndpointProxy, &b.limits.proxy, b.serveProxy))
-	mux.Handle("/client", b.endpoint(stats.EndpointClient, event.EndpointClient, &b.limits.client, answered(b.serveClient)))
-	mux.Handle("/answer", b.endpoint(stats.EndpointAnswer, event.EndpointAnswer, &b.limits.answer, answered(b.serveAnswer)))
 	mux.Handle(AMPPathPrefix, rec.Instrument(stats.EndpointAMP, b.AMPHandler()))
 	b.operatorPages(mux, b.pageLimited)
 	if b.cfg.PublicPrometheus {
@@ -75,21 +75,32 @@ func (b *Broker) Handler() http.Handler {
 		mux.Handle("GET "+WebProxyPath, webProxyFiles(b.cfg.WebProxyDir))
 	}
 	// A proxy poll keeps its connection's admission (see admission) until
-	// it waits or ends; any other request gives it up at once.
+	// it waits or ends; any other request gives it up at once. The
+	// rendezvous endpoints are called here rather than through mux (which
+	// routes their exact paths to them alone): a proxy's match response is
+	// flushed from inside its handler, through net/http's header writer
+	// (a 3 KiB frame), and the frames saved keep that path within a
+	// goroutine's first 8 KiB of stack. Deeper, each garbage collection
+	// shrank the connections' stacks and the next match grew them again
+	// (docs/performance.md, "Broker").
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/proxy":
-			defer releaseAdmission(r)
-		case "/client", "/answer":
+			b.serveEndpoint(w, r, proxy)
 			releaseAdmission(r)
+		case "/client":
+			releaseAdmission(r)
+			b.serveEndpoint(w, r, client)
+		case "/answer":
+			releaseAdmission(r)
+			b.serveEndpoint(w, r, answer)
 		default:
 			// The rendezvous handlers close after a refusal themselves;
 			// the rest, mux's own 404 and 405 included, through
 			// closeOnRefusal.
 			releaseAdmission(r)
-			w = &closeOnRefusal{ResponseWriter: w, r: r}
+			mux.ServeHTTP(&closeOnRefusal{ResponseWriter: w, r: r}, r)
 		}
-		mux.ServeHTTP(w, r)
 	})
 }
 
@@ -184,20 +195,20 @@ func answered(serve func(w http.ResponseWriter, r *http.Request, addr netip.Addr
 	}
 }
 
-// endpoint wraps a rendezvous endpoint with CORS, the method check, the
-// rate limits and the body limit, and records each request's duration
-// under the statistics endpoint name se.
-func (b *Broker) endpoint(se string, ep event.Endpoint, limit *pathLimit, serve bodyHandler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		if !b.serveEndpoint(w, r, ep, limit, serve, start) {
-			b.stats.ObserveRequest(se, time.Since(start))
-		}
-	})
+// endpoint is a rendezvous endpoint: its statistics and event names, its
+// rate limits and its handler.
+type endpoint struct {
+	se    string
+	ep    event.Endpoint
+	limit *pathLimit
+	serve bodyHandler
 }
 
-// serveEndpoint is endpoint's request handling; it returns serve's result.
-func (b *Broker) serveEndpoint(w http.ResponseWriter, r *http.Request, ep event.Endpoint, limit *pathLimit, serve bodyHandler, start time.Time) bool {
+// serveEndpoint serves a request to the rendezvous endpoint e: CORS, the
+// method check, the rate limits and the body limit, then e.serve; it
+// records the request's duration unless e.serve handed the request over.
+func (b *Broker) serveEndpoint(w http.ResponseWriter, r *http.Request, e *endpoint) {
+	start := time.Now()
 	h := w.Header()
 	h["Access-Control-Allow-Origin"] = b.cors[0]
 	h["Access-Control-Allow-Headers"] = b.cors[1]
@@ -211,27 +222,33 @@ func (b *Broker) serveEndpoint(w http.ResponseWriter, r *http.Request, ep event.
 	}
 	switch r.Method {
 	case http.MethodPost:
-	case http.MethodOptions:
-		return false // preflight: 200, empty body
+		if b.servePost(w, r, e, addr, start) {
+			return
+		}
+	case http.MethodOptions: // preflight: 200, empty body
 	default:
 		h["Allow"] = b.allow
-		b.reject(w, r, ep, event.ReasonMethod, addr, http.StatusMethodNotAllowed, "method not allowed")
-		return false
+		b.reject(w, r, e.ep, event.ReasonMethod, addr, http.StatusMethodNotAllowed, "method not allowed")
 	}
-	if !b.limits.allow(limit, addr) {
-		b.rateLimited(w, r, ep, addr)
+	b.stats.ObserveRequest(e.se, time.Since(start))
+}
+
+// servePost is serveEndpoint's for a POST; it returns e.serve's result.
+func (b *Broker) servePost(w http.ResponseWriter, r *http.Request, e *endpoint, addr netip.Addr, start time.Time) bool {
+	if !b.limits.allow(e.limit, addr) {
+		b.rateLimited(w, r, e.ep, addr)
 		return false
 	}
 	bufp, status := b.readBody(w, r)
 	if status == http.StatusRequestEntityTooLarge {
-		b.reject(w, r, ep, event.ReasonTooLarge, addr, status, "request body too large")
+		b.reject(w, r, e.ep, event.ReasonTooLarge, addr, status, "request body too large")
 		return false
 	}
 	if status != 0 {
-		b.reject(w, r, ep, event.ReasonMalformed, addr, status, "cannot read request body")
+		b.reject(w, r, e.ep, event.ReasonMalformed, addr, status, "cannot read request body")
 		return false
 	}
-	return serve(w, r, addr, start, bufp)
+	return e.serve(w, r, addr, start, bufp)
 }
 
 // readBody reads the request body into a pooled buffer. It returns a
@@ -299,20 +316,40 @@ func (b *Broker) write(w http.ResponseWriter, body []byte) {
 }
 
 // serveProxy handles a proxy's long-poll. A poll that can be parked (see
-// Listener) waits off net/http: serveProxy then returns true.
+// Listener) waits off net/http: serveProxy then returns true. A match is
+// delivered here, from a small frame, once awaitProxy's large one is gone.
 func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.Addr, start time.Time, bufp *[]byte) bool {
+	m, matched, handedOver := b.awaitProxy(w, r, addr, start, bufp)
+	if matched {
+		b.deliverMatch(w, r, &m)
+	}
+	return handedOver
+}
+
+// proxyMatch is a proxy poll that a client took, for deliverMatch.
+type proxyMatch struct {
+	p     *matcher.Proxy
+	ev    event.Proxy
+	offer matcher.Offer
+	pl    *pool
+}
+
+// awaitProxy decodes a proxy's poll, enqueues it and waits for a client or
+// parks it. It answers the poll itself unless it returns matched (then
+// serveProxy delivers m) or handedOver (a parked poll).
+func (b *Broker) awaitProxy(w http.ResponseWriter, r *http.Request, addr netip.Addr, start time.Time, bufp *[]byte) (m proxyMatch, matched, handedOver bool) {
 	req, err := messages.DecodeProxyPollRequest(*bufp)
 	b.putBuf(bufp)
 	if err != nil {
 		b.reject(w, r, event.EndpointProxy, event.ReasonMalformed, addr, http.StatusBadRequest, messageErrorText(err))
-		return false
+		return m, false, false
 	}
 	ev := event.Proxy{Type: req.Type, NAT: req.NAT, Addr: addr, RelayPattern: req.AcceptedRelayPattern != nil}
 	accepts := b.acceptance(req.AcceptedRelayPattern)
 	if accepts == 0 {
 		b.sink.ProxyPollRejected(ev)
 		b.write(w, b.fixed.incorrectPattern)
-		return false
+		return m, false, false
 	}
 	nat := matcherNAT(req.NAT)
 	p := &matcher.Proxy{Sid: req.Sid, NAT: nat, Clients: req.Clients, Accepts: accepts, Type: req.Type, Key: b.strikes.Key(addr)}
@@ -323,12 +360,12 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 	case err == nil:
 	case errors.Is(err, matcher.ErrDuplicateSid):
 		b.reject(w, r, event.EndpointProxy, event.ReasonDuplicateSid, addr, http.StatusBadRequest, "duplicate session id")
-		return false
+		return m, false, false
 	default: // matcher.ErrClosed: shutting down
 		b.sink.ProxyPollStarted(ev)
 		b.sink.ProxyPollEnded(ev, event.ProxyIdle)
 		b.write(w, b.pools[poolIndex(nat)].Load().noMatch)
-		return false
+		return m, false, false
 	}
 	b.sink.ProxyPollStarted(ev)
 	var offer matcher.Offer
@@ -342,7 +379,7 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 		}
 		if err == matcher.ErrStillWaiting {
 			if b.park(w, pc, p, ev, start, holdEnd, idle) {
-				return true
+				return m, false, true
 			}
 			releaseAdmission(r)
 			offer, err = b.match.Wait(r.Context(), p, time.Until(holdEnd))
@@ -354,7 +391,7 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 	pl := b.pools[poolIndex(nat)].Load()
 	switch {
 	case err == nil:
-		b.deliverMatch(w, r, p, ev, b.matchResponse(offer, pl))
+		return proxyMatch{p: p, ev: ev, offer: offer, pl: pl}, true, false
 	case errors.Is(err, matcher.ErrNoMatch):
 		b.sink.ProxyPollEnded(ev, event.ProxyIdle)
 		b.write(w, pl.noMatch)
@@ -362,38 +399,41 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request, addr netip.A
 		// The proxy went away; there is nobody to answer.
 		b.sink.ProxyPollEnded(ev, event.ProxyGone)
 	}
-	return false
+	return m, false, false
 }
 
-// deliverMatch sends the match response body (nil if it could not be
-// encoded) to the proxy whose poll p was matched, and records the poll's
-// end. If the response cannot be sent, the proxy's connection is already
-// closed, or the write or flush fails, the offer never reached the proxy:
-// the match is abandoned, so that its client is released at once to the
-// next proxy (or "no proxies") instead of waiting out its time, and the
-// proxy gets no strike.
-func (b *Broker) deliverMatch(w http.ResponseWriter, r *http.Request, p *matcher.Proxy, ev event.Proxy, body []byte) {
+// deliverMatch sends the match response to the proxy whose poll m.p was
+// matched, and records the poll's end. If the response cannot be encoded
+// or sent, the proxy's connection is already closed, or the write or flush
+// fails, the offer never reached the proxy: the match is abandoned, so that
+// its client is released at once to the next proxy (or "no proxies")
+// instead of waiting out its time, and the proxy gets no strike.
+func (b *Broker) deliverMatch(w http.ResponseWriter, r *http.Request, m *proxyMatch) {
+	bufp := b.bufs.Get().(*[]byte)
+	defer b.putBuf(bufp)
+	body := b.appendMatchResponse((*bufp)[:0], m.offer, m.pl)
+	*bufp = body
 	err := r.Context().Err() // net/http saw the connection close
 	if err == nil && body == nil {
 		err = errEncodeMatch
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	}
 	if err != nil {
-		_ = b.match.Abandon(p, err)
-		b.sink.ProxyPollEnded(ev, event.ProxyGone)
+		_ = b.match.Abandon(m.p, err)
+		b.sink.ProxyPollEnded(m.ev, event.ProxyGone)
 		return
 	}
-	b.sink.ProxyPollEnded(ev, event.ProxyMatched)
+	b.sink.ProxyPollEnded(m.ev, event.ProxyMatched)
 	h := w.Header()
 	h["Content-Type"] = b.ctype
 	// Flushing before the handler returns would make net/http chunk the
 	// body; state its length as it would have.
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	if _, err = w.Write(body); err == nil {
 		err = http.NewResponseController(w).Flush()
 	}
 	if err != nil {
-		_ = b.match.Abandon(p, err)
+		_ = b.match.Abandon(m.p, err)
 		b.cfg.Logger.Debug("match not delivered to the proxy: its client tries another")
 	}
 }
@@ -473,7 +513,10 @@ func (b *Broker) serveClient(w http.ResponseWriter, r *http.Request, addr netip.
 	case legacy:
 		b.writeLegacyClient(w, r, answer, outcome)
 	case outcome == event.ClientMatched:
-		resp, err := messages.ClientPollResponse{Answer: answer}.Encode()
+		bufp := b.bufs.Get().(*[]byte)
+		defer b.putBuf(bufp)
+		resp, err := messages.ClientPollResponse{Answer: answer}.AppendEncode((*bufp)[:0])
+		*bufp = resp
 		if err != nil {
 			// Cannot happen: the answer was validated on the way in.
 			b.cfg.Logger.Error("encode client answer", "err", err)

@@ -473,12 +473,15 @@ func (pk *parked) respond(closeConn bool) bool {
 	pl := b.pools[poolIndex(pk.p.NAT)].Load()
 	body, outcome := pl.noMatch, event.ProxyIdle
 	if matched {
-		body, outcome = b.matchResponse(offer, pl), event.ProxyMatched
-		if body == nil { // cannot happen, see matchResponse
+		bodyp := b.bufs.Get().(*[]byte)
+		defer b.putBuf(bodyp)
+		body, outcome = b.appendMatchResponse((*bodyp)[:0], offer, pl), event.ProxyMatched
+		if body == nil { // cannot happen, see appendMatchResponse
 			_ = b.match.Abandon(pk.p, errProxyGone)
 			pk.ended(event.ProxyGone)
 			return false
 		}
+		*bodyp = body
 	}
 	pk.ended(outcome)
 	bufp := b.bufs.Get().(*[]byte)
@@ -510,10 +513,10 @@ func appendParkedResponse(dst, body []byte, closeConn bool, now time.Time) []byt
 	return append(dst, body...)
 }
 
-// matchResponse encodes a "client match" poll response, or returns nil
-// (and logs) if it cannot, which cannot happen: the offer was validated on
-// the way in and the relay URLs at startup.
-func (b *Broker) matchResponse(offer matcher.Offer, pl *pool) []byte {
+// appendMatchResponse appends a "client match" poll response to dst, or
+// returns nil (and logs) if it cannot, which cannot happen: the offer was
+// validated on the way in and the relay URLs at startup.
+func (b *Broker) appendMatchResponse(dst []byte, offer matcher.Offer, pl *pool) []byte {
 	resp := messages.ProxyPollResponse{
 		Status:   messages.StatusClientMatch,
 		Offer:    offer.SDP,
@@ -521,7 +524,7 @@ func (b *Broker) matchResponse(offer matcher.Offer, pl *pool) []byte {
 		NextPoll: pl.nextPoll,
 		RelayURL: b.bridges.At(offer.Bridge).WebSocketAddress,
 	}
-	body, err := resp.Encode()
+	body, err := resp.AppendEncode(dst)
 	if err != nil {
 		b.cfg.Logger.Error("encode proxy match response", "err", err)
 		return nil

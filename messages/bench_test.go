@@ -77,3 +77,31 @@ func BenchmarkEncodeClientPollResponse(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkAppendEncodeProxyPollResponseMatch(b *testing.B) {
+	m, err := DecodeProxyPollResponse(readGolden(b, "proxy-poll-response-match.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		if buf, err = m.AppendEncode(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppendEncodeClientPollResponse(b *testing.B) {
+	m, err := DecodeClientPollResponse(readGolden(b, "client-poll-response-answer.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		if buf, err = m.AppendEncode(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

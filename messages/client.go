@@ -184,8 +184,18 @@ func (r ClientPollResponse) validate() error {
 // Error must be set (ErrEmptyResponse); Answer must be a valid session
 // description and Error valid UTF-8 without control characters.
 func (r ClientPollResponse) Encode() ([]byte, error) {
-	if err := r.validate(); err != nil {
+	b, err := r.AppendEncode(make([]byte, 0, encodedSize(len(r.Answer)+len(r.Error))))
+	if err != nil {
 		return nil, err
 	}
-	return r.marshal(), nil
+	return b, nil
+}
+
+// AppendEncode appends r, serialized and checked as by Encode, to dst and
+// returns the extended buffer; on error, dst unchanged.
+func (r ClientPollResponse) AppendEncode(dst []byte) ([]byte, error) {
+	if err := r.validate(); err != nil {
+		return dst, err
+	}
+	return r.appendMarshal(dst), nil
 }

@@ -83,9 +83,9 @@ func encodedSize(n int) int {
 	return n + n/8 + 96
 }
 
-// marshal writes r as json.Marshal does. r's fields must be valid.
-func (r ProxyPollResponse) marshal() []byte {
-	b := make([]byte, 0, encodedSize(len(r.Status)+len(r.Offer)+len(r.NAT)+len(r.RelayURL)))
+// appendMarshal appends r to b as json.Marshal writes it. r's fields must
+// be valid.
+func (r ProxyPollResponse) appendMarshal(b []byte) []byte {
 	b = append(b, `{"Status":`...)
 	b = appendJSONString(b, r.Status)
 	b = append(b, `,"Offer":`...)
@@ -99,9 +99,9 @@ func (r ProxyPollResponse) marshal() []byte {
 	return append(b, '}')
 }
 
-// marshal writes r as json.Marshal does (both keys omitempty).
-func (r ClientPollResponse) marshal() []byte {
-	b := make([]byte, 0, encodedSize(len(r.Answer)+len(r.Error)))
+// appendMarshal appends r to b as json.Marshal writes it (both keys
+// omitempty).
+func (r ClientPollResponse) appendMarshal(b []byte) []byte {
 	b = append(b, '{')
 	if r.Answer != "" {
 		b = append(b, `"answer":`...)

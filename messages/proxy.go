@@ -210,26 +210,36 @@ func DecodeProxyPollResponse(b []byte) (ProxyPollResponse, error) {
 // as given (empty or one of the three), NextPoll clamped to 0..MaxNextPoll,
 // RelayURL empty or valid.
 func (r ProxyPollResponse) Encode() ([]byte, error) {
+	b, err := r.AppendEncode(make([]byte, 0, encodedSize(len(r.Status)+len(r.Offer)+len(r.NAT)+len(r.RelayURL))))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// AppendEncode appends r, serialized and checked as by Encode, to dst and
+// returns the extended buffer; on error, dst unchanged.
+func (r ProxyPollResponse) AppendEncode(dst []byte) ([]byte, error) {
 	switch r.Status {
 	case StatusClientMatch:
 		if err := validateOffer(r.Offer); err != nil {
-			return nil, err
+			return dst, err
 		}
 	case StatusNoMatch, StatusIncorrectRelayPattern:
 		r.Offer = ""
 	default:
-		return nil, ErrUnknownStatus
+		return dst, ErrUnknownStatus
 	}
 	if _, err := NormalizeNAT(r.NAT); err != nil {
-		return nil, err
+		return dst, err
 	}
 	if r.RelayURL != "" {
 		if err := validateRelayURL(r.RelayURL); err != nil {
-			return nil, err
+			return dst, err
 		}
 	}
 	r.NextPoll = clampNextPoll(r.NextPoll)
-	return r.marshal(), nil
+	return r.appendMarshal(dst), nil
 }
 
 // ProxyAnswerRequest is what a proxy POSTs to the broker's /answer endpoint

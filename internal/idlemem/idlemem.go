@@ -1,8 +1,10 @@
 // Package idlemem keeps a long-running server's resident size close to
 // what it holds: a lower GOGC than Go's default, and the garbage and free
 // pages of a burst returned to the operating system once the server has
-// gone quiet. The relay and the broker use it; both hold thousands of
-// mostly idle connections and run out of memory before CPU.
+// gone quiet; and, for a server that also allocates fast (the broker under
+// load), room to collect less often while it does. The relay and the broker
+// use it; both hold thousands of mostly idle connections and run out of
+// memory before CPU.
 package idlemem
 
 import (
@@ -80,8 +82,12 @@ func (r *returner) tick() bool {
 	return freed
 }
 
-// Help is the environment section of a -h that calls Start(quiet).
-func Help(quiet time.Duration) string {
-	return fmt.Sprintf("\nEnvironment:\n  GOGC  the Go collector's target (default %d: less memory per connection);\n"+
-		"        free memory goes back to the system after %v without a collection\n", GCPercent, quiet)
+// Help is the environment section of a -h that calls Start(quiet) and,
+// if window is not 0, FollowAllocation(window).
+func Help(quiet, window time.Duration) string {
+	h := fmt.Sprintf("\nEnvironment:\n  GOGC  the Go collector's target (default %d: less memory per connection);\n", GCPercent)
+	if window > 0 {
+		h += fmt.Sprintf("        raised while allocating fast, to leave the last %v's allocation as room;\n", window)
+	}
+	return h + fmt.Sprintf("        free memory goes back to the system after %v without a collection\n", quiet)
 }

@@ -88,7 +88,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (broker.Config, *options, error
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: flurry-broker (-disable-tls | -cert FILE -key FILE | -acme-hostnames NAMES) [flags]\n\nA Snowflake-compatible rendezvous broker. See docs/broker.md.\n\nFlags:\n")
 		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), idlemem.Help(quietInterval))
+		fmt.Fprint(fs.Output(), idlemem.Help(quietInterval, allocationWindow))
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, nil, err

@@ -28,8 +28,18 @@ import (
 // heap every interval at most.
 const quietInterval = 2 * time.Second
 
+// allocationWindow is how much of its recent allocation a steadily busy
+// broker may leave as garbage before it collects
+// (idlemem.FollowAllocation): at several thousand matches a second,
+// GOGC=50 of its small live heap alone collects 40 times a second, each
+// collection scanning every connection's goroutine, for about a sixth of
+// its CPU; with it, about four times. Waiting polls and the waves they
+// return in keep GOGC=50 (docs/performance.md, "Broker").
+const allocationWindow = 250 * time.Millisecond
+
 func main() {
 	idlemem.Start(quietInterval)
+	idlemem.FollowAllocation(allocationWindow)
 	os.Exit(run(os.Args[1:]))
 }
 

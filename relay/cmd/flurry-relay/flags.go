@@ -47,7 +47,7 @@ Several tor instances (standalone, no HAProxy, each with its own cookie):
 Flags:
 `, fs.Name())
 		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), idlemem.Help(quietInterval))
+		fmt.Fprint(fs.Output(), idlemem.Help(quietInterval, 0))
 	}
 	fs.StringVar(&c.ListenAddr, "addr", relay.DefaultListenAddr, "standalone mode: address to listen on for WebSocket connections")
 	fs.StringVar(&c.ForwardAddr, "forward", "", "standalone mode: TCP address every client stream is forwarded to (required outside managed mode unless -backend is given)")

@@ -35,6 +35,7 @@ func main() {
 
 func run(addr, server string) error {
 	idlemem.Start(2 * time.Second) // as flurry-broker
+	idlemem.FollowAllocation(250 * time.Millisecond)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b, err := broker.New(broker.Config{ListenAddr: addr, DisableRateLimits: true, Logger: log})
 	if err != nil {
