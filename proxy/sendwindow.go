@@ -30,9 +30,9 @@ import (
 //
 // The window starts at initialWindow and grows by startupGain per round
 // trip until the delivery rate stops growing (startup); every
-// minRTTWindow without a new minimum it drops to minWindow for
-// probeRTTTime, so that a queue it built itself does not pass for the
-// path's round trip. It changes only when the proxy sends, nothing on the
+// minRTTWindow without a new minimum it drops to minWindow until the queue
+// it kept has drained, then for probeRTTTime more, so that a queue it built
+// itself does not pass for the path's round trip. It changes only when the proxy sends, nothing on the
 // wire. The zero value is not ready: use newSendWindow. Not safe for
 // concurrent use: the DataChannel's writer owns it.
 type sendWindow struct {
@@ -52,7 +52,10 @@ type sendWindow struct {
 	mhead, mlen  int
 	minRTT       time.Duration // 0: no sample yet
 	minRTTAt     time.Time     // when minRTT was sampled
-	probeRTTEnd  time.Time     // in a probe while now is before it
+	probing      bool          // the window is at minWindow to measure the round trip
+	probeStart   time.Time     // when the probe began
+	probeFrom    uint64        // the probe samples writes that end past this offset
+	probeRTTEnd  time.Time     // zero until the queue has drained; then the probe's end
 	probeRTTMin  time.Duration // the shortest sample of the current probe
 	probeRTTSeen bool
 
@@ -95,8 +98,12 @@ const (
 	// minRTTWindow is how long a round trip sample stays the minimum.
 	minRTTWindow = 10 * time.Second
 	// probeRTTTime is how long the window stays at minWindow to measure
-	// the round trip without the proxy's own queue.
-	probeRTTTime = 200 * time.Millisecond
+	// the round trip without the proxy's own queue, once that queue has
+	// drained; probeDrainLimit how long a probe waits for it to drain
+	// (a client that stopped acknowledging) before it gives up and keeps
+	// the old minimum.
+	probeRTTTime    = 200 * time.Millisecond
+	probeDrainLimit = 2 * time.Second
 
 	startupGain = 2.89
 	steadyGain  = 2.0
@@ -200,6 +207,11 @@ func (w *sendWindow) acked(now time.Time, buffered, held uint64) {
 	if buffered > w.written {
 		buffered = w.written
 	}
+	if w.probing && w.probeRTTEnd.IsZero() && buffered <= minWindow {
+		// The queue has drained: from here the probe's samples are the
+		// path's round trip, not the time writes waited in the queue.
+		w.probeRTTEnd, w.probeFrom = now.Add(probeRTTTime), w.written
+	}
 	delivered := w.written - buffered
 	if delivered <= w.delivered {
 		return
@@ -207,7 +219,7 @@ func (w *sendWindow) acked(now time.Time, buffered, held uint64) {
 	w.delivered, w.deliveredAt = delivered, now
 	for w.mlen > 0 && w.marks[w.mhead].end <= delivered {
 		m := &w.marks[w.mhead]
-		w.rttSample(now, now.Sub(m.at))
+		w.rttSample(now, now.Sub(m.at), w.probing && !w.probeRTTEnd.IsZero() && m.end > w.probeFrom)
 		w.deliveredSent = m.at
 		// The rate since the mark was written, over the longer of the
 		// send and the acknowledgement intervals, so that a burst of
@@ -227,7 +239,9 @@ func (w *sendWindow) acked(now time.Time, buffered, held uint64) {
 	}
 }
 
-func (w *sendWindow) rttSample(now time.Time, rtt time.Duration) {
+// rttSample records a round trip sample; probe says whether it counts for
+// the current probe.
+func (w *sendWindow) rttSample(now time.Time, rtt time.Duration, probe bool) {
 	if rtt <= 0 {
 		rtt = time.Microsecond
 	}
@@ -235,7 +249,7 @@ func (w *sendWindow) rttSample(now time.Time, rtt time.Duration) {
 		w.roundMinRTT = rtt
 	}
 	w.roundRTTs++
-	if !w.probeRTTEnd.IsZero() {
+	if probe {
 		if !w.probeRTTSeen || rtt < w.probeRTTMin {
 			w.probeRTTMin, w.probeRTTSeen = rtt, true
 		}
@@ -326,22 +340,29 @@ func (w *sendWindow) window(now time.Time) int {
 		// a fifth less at more CPU per MB.
 		return shortPathWindow
 	}
-	if !w.probeRTTEnd.IsZero() && !w.probeRTTEnd.After(now) {
-		// A probe ended: its shortest sample is the new minimum, even if
-		// longer than the old one (the path changed); without a sample
-		// (nothing was sent), the old minimum stands for another period
-		// rather than probe again at once.
-		if w.probeRTTSeen {
-			w.minRTT = w.probeRTTMin
+	if w.probing {
+		switch {
+		case !w.probeRTTEnd.IsZero() && !w.probeRTTEnd.After(now):
+			// A probe ended: its shortest sample is the new minimum,
+			// even if longer than the old one (the path changed);
+			// without a sample (nothing was sent), the old minimum
+			// stands for another period rather than probe again at
+			// once.
+			if w.probeRTTSeen {
+				w.minRTT = w.probeRTTMin
+			}
+			w.minRTTAt, w.probing = now, false
+		case w.probeRTTEnd.IsZero() && now.Sub(w.probeStart) > probeDrainLimit:
+			// The queue did not drain: nothing to measure.
+			w.minRTTAt, w.probing = now, false
 		}
-		w.minRTTAt = w.probeRTTEnd
+	}
+	if w.minRTT > 0 && !w.startup && !w.probing && now.Sub(w.minRTTAt) > minRTTWindow {
+		// The minimum is stale: probe at minWindow.
+		w.probing, w.probeStart = true, now
 		w.probeRTTEnd, w.probeRTTSeen = time.Time{}, false
 	}
-	if w.minRTT > 0 && !w.startup && w.probeRTTEnd.IsZero() && now.Sub(w.minRTTAt) > minRTTWindow {
-		// The minimum is stale: probe for a while at minWindow.
-		w.probeRTTEnd = now.Add(probeRTTTime)
-	}
-	if !w.probeRTTEnd.IsZero() {
+	if w.probing {
 		return minWindow
 	}
 	bw := w.bandwidth()
@@ -373,7 +394,7 @@ func (w *sendWindow) pacingRate(now time.Time) float64 {
 		return 0
 	}
 	switch {
-	case !w.probeRTTEnd.IsZero():
+	case w.probing:
 		return bw
 	case w.startup:
 		return max(startupPacingGain*bw, float64(initialWindow)/w.minRTT.Seconds())

@@ -214,3 +214,23 @@ func TestSendWindowBounds(t *testing.T) {
 		t.Errorf("window %d, peak queue %d on a path far above maxWindow; want %d", got, peak, maxWindow)
 	}
 }
+
+// TestSendWindowProbeRTTDrains: a probe measures the round trip only once
+// the queue the window kept has drained, so that on a slow path (whose
+// queue of one round trip takes longer to drain than a probe lasts) the
+// minimum does not grow with every probe. It once did: each probe's
+// samples were of writes that had waited in the queue, and on the lab's
+// mobile path the minimum climbed from 320 ms to 5.8 s in 30 s, the window
+// with it to 3.8 MB.
+func TestSendWindowProbeRTTDrains(t *testing.T) {
+	p := simPath{rate: 625e3, rtt: 300 * time.Millisecond}
+	w := newSendWindow()
+	start := time.Unix(1000, 0)
+	now, _ := p.run(w, start, 45*time.Second, nil)
+	if w.minRTT < p.rtt || w.minRTT > p.rtt+30*time.Millisecond {
+		t.Errorf("minRTT after 45 s = %v, path %v", w.minRTT, p.rtt)
+	}
+	if got, bdp := w.window(now), p.rate*p.rtt.Seconds(); float64(got) > 2.5*bdp {
+		t.Errorf("window after 45 s = %d, want at most 2.5 × BDP (%.0f)", got, 2.5*bdp)
+	}
+}
