@@ -32,9 +32,10 @@ import (
 // trip until the delivery rate stops growing (startup); every
 // minRTTWindow without a new minimum it drops to minWindow until the queue
 // it kept has drained, then for probeRTTTime more, so that a queue it built
-// itself does not pass for the path's round trip. It changes only when the proxy sends, nothing on the
-// wire. The zero value is not ready: use newSendWindow. Not safe for
-// concurrent use: the DataChannel's writer owns it.
+// itself does not pass for the path's round trip. It changes only when the
+// proxy sends, nothing on the wire. The zero value is not ready: use
+// newSendWindow. Not safe for concurrent use: the DataChannel's writer
+// owns it.
 type sendWindow struct {
 	written         uint64        // bytes written to the DataChannel
 	delivered       uint64        // bytes the client acknowledged: written − BufferedAmount
@@ -52,8 +53,7 @@ type sendWindow struct {
 	mhead, mlen  int
 	minRTT       time.Duration // 0: no sample yet
 	minRTTAt     time.Time     // when minRTT was sampled
-	probing      bool          // the window is at minWindow to measure the round trip
-	probeStart   time.Time     // when the probe began
+	probeStart   time.Time     // when the current probe began; zero: not probing
 	probeFrom    uint64        // the probe samples writes that end past this offset
 	probeRTTEnd  time.Time     // zero until the queue has drained; then the probe's end
 	probeRTTMin  time.Duration // the shortest sample of the current probe
@@ -207,7 +207,7 @@ func (w *sendWindow) acked(now time.Time, buffered, held uint64) {
 	if buffered > w.written {
 		buffered = w.written
 	}
-	if w.probing && w.probeRTTEnd.IsZero() && buffered <= minWindow {
+	if w.probing() && w.probeRTTEnd.IsZero() && buffered <= minWindow {
 		// The queue has drained: from here the probe's samples are the
 		// path's round trip, not the time writes waited in the queue.
 		w.probeRTTEnd, w.probeFrom = now.Add(probeRTTTime), w.written
@@ -219,7 +219,7 @@ func (w *sendWindow) acked(now time.Time, buffered, held uint64) {
 	w.delivered, w.deliveredAt = delivered, now
 	for w.mlen > 0 && w.marks[w.mhead].end <= delivered {
 		m := &w.marks[w.mhead]
-		w.rttSample(now, now.Sub(m.at), w.probing && !w.probeRTTEnd.IsZero() && m.end > w.probeFrom)
+		w.rttSample(now, now.Sub(m.at), w.probing() && !w.probeRTTEnd.IsZero() && m.end > w.probeFrom)
 		w.deliveredSent = m.at
 		// The rate since the mark was written, over the longer of the
 		// send and the acknowledgement intervals, so that a burst of
@@ -238,6 +238,10 @@ func (w *sendWindow) acked(now time.Time, buffered, held uint64) {
 		w.cycle, w.cycleStart = 0, now
 	}
 }
+
+// probing reports whether the window is at minWindow to measure the round
+// trip.
+func (w *sendWindow) probing() bool { return !w.probeStart.IsZero() }
 
 // rttSample records a round trip sample; probe says whether it counts for
 // the current probe.
@@ -340,7 +344,7 @@ func (w *sendWindow) window(now time.Time) int {
 		// a fifth less at more CPU per MB.
 		return shortPathWindow
 	}
-	if w.probing {
+	if w.probing() {
 		switch {
 		case !w.probeRTTEnd.IsZero() && !w.probeRTTEnd.After(now):
 			// A probe ended: its shortest sample is the new minimum,
@@ -351,18 +355,18 @@ func (w *sendWindow) window(now time.Time) int {
 			if w.probeRTTSeen {
 				w.minRTT = w.probeRTTMin
 			}
-			w.minRTTAt, w.probing = now, false
+			w.minRTTAt, w.probeStart = now, time.Time{}
 		case w.probeRTTEnd.IsZero() && now.Sub(w.probeStart) > probeDrainLimit:
 			// The queue did not drain: nothing to measure.
-			w.minRTTAt, w.probing = now, false
+			w.minRTTAt, w.probeStart = now, time.Time{}
 		}
 	}
-	if w.minRTT > 0 && !w.startup && !w.probing && now.Sub(w.minRTTAt) > minRTTWindow {
+	if w.minRTT > 0 && !w.startup && !w.probing() && now.Sub(w.minRTTAt) > minRTTWindow {
 		// The minimum is stale: probe at minWindow.
-		w.probing, w.probeStart = true, now
+		w.probeStart = now
 		w.probeRTTEnd, w.probeRTTSeen = time.Time{}, false
 	}
-	if w.probing {
+	if w.probing() {
 		return minWindow
 	}
 	bw := w.bandwidth()
@@ -394,7 +398,7 @@ func (w *sendWindow) pacingRate(now time.Time) float64 {
 		return 0
 	}
 	switch {
-	case w.probing:
+	case w.probing():
 		return bw
 	case w.startup:
 		return max(startupPacingGain*bw, float64(initialWindow)/w.minRTT.Seconds())
