@@ -75,7 +75,7 @@ func gatherAnswer(t testing.TB, p *Proxy, c *testClient) (gathered, answer strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := p.api.NewPeerConnection(p.iceConfig())
+	pc, err := p.newPeerConnection(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func (p *Proxy) ProbeNAT(ctx context.Context) (string, error) {
 	if p.s.natProbe == nil {
 		return p.NATType(), fmt.Errorf("%w: no probe URL configured", ErrNATProbe)
 	}
-	pc, err := p.api.NewPeerConnection(p.iceConfig())
+	pc, err := p.newPeerConnection(nil)
 	if err != nil {
 		return p.NATType(), fmt.Errorf("%w: %w", ErrNATProbe, err)
 	}

@@ -28,7 +28,9 @@ type Proxy struct {
 	log  *slog.Logger
 	http *http.Client
 	own  *http.Transport // non-nil when http uses a transport we created
-	api  *webrtc.API
+	// se is what each peer connection's pion API is built from
+	// (newPeerConnection).
+	se webrtc.SettingEngine
 	// shaper learns each offer's ICE credentials for covert DTLS's mimic.
 	shaper *covertdtls.Shaper
 	relay  *relayDialer
@@ -58,9 +60,11 @@ func New(cfg Config) (*Proxy, error) {
 	if p.pacing == nil {
 		p.pacing = pacing.NewRegistry()
 	}
-	if p.api, p.shaper, err = newWebRTCAPI(s, p.pacing); err != nil {
+	se, shaper, err := newSettingEngine(s, p.pacing)
+	if err != nil {
 		return nil, err
 	}
+	p.se, p.shaper = *se, shaper
 	p.relay = newRelayDialer(s)
 	p.http = s.HTTPClient
 	if p.http == nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flurrypt/flurry/common/pacing"
 	"github.com/flurrypt/flurry/common/sdp"
+	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/messages"
 )
 
@@ -79,7 +80,11 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	}
 	clientIP, _ := sdp.ClientIP(offer.SDP)
 
-	pc, err := p.api.NewPeerConnection(p.iceConfig())
+	// The proxy selects a candidate pair as soon as it works both ways,
+	// with any client, and says so in its answer (webrtcnet.QuickPair).
+	var quick webrtcnet.QuickPair
+	quick.Enable(nil)
+	pc, err := p.newPeerConnection(&quick)
 	if err != nil {
 		return FailAnswer, fmt.Errorf("new peer connection: %w", err)
 	}
@@ -116,6 +121,7 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 	if err != nil {
 		return FailAnswer, fmt.Errorf("gather candidates: %w", err)
 	}
+	answerSDP = sdp.AddSessionAttribute(answerSDP, webrtcnet.QuickPairAttribute)
 	answerJSON, err := messages.SessionDescription{Type: messages.SDPTypeAnswer, SDP: answerSDP}.Encode()
 	if err != nil {
 		return FailAnswer, fmt.Errorf("encode answer: %w", err)

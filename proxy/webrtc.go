@@ -15,10 +15,10 @@ import (
 	"github.com/flurrypt/flurry/common/webrtcnet"
 )
 
-// newWebRTCAPI builds the pion API every peer connection of the proxy
-// uses, its sockets paced by pacers, and the covert DTLS Shaper that must
-// learn each client's offer.
-func newWebRTCAPI(s *settings, pacers *pacing.Registry) (*webrtc.API, *covertdtls.Shaper, error) {
+// newSettingEngine builds the pion settings every peer connection of the
+// proxy is made with, its sockets paced by pacers, and the covert DTLS
+// Shaper that must learn each client's offer.
+func newSettingEngine(s *settings, pacers *pacing.Registry) (*webrtc.SettingEngine, *covertdtls.Shaper, error) {
 	// No IP filter on the production path: pion binds its STUN (srflx)
 	// sockets only to the addresses an IP filter keeps, and rewrites only
 	// the host candidates it keeps, so filtering out private addresses
@@ -61,7 +61,25 @@ func newWebRTCAPI(s *settings, pacers *pacing.Registry) (*webrtc.API, *covertdtl
 	if s.ConfigureSettingEngine != nil {
 		s.ConfigureSettingEngine(se)
 	}
-	return webrtc.NewAPI(webrtc.WithSettingEngine(*se)), shaper, nil
+	return se, shaper, nil
+}
+
+// newPeerConnection makes a peer connection with the proxy's settings, and
+// with quick (if not nil) selecting its candidate pair: each connection gets
+// an API of its own, as a QuickPair serves one connection.
+func (p *Proxy) newPeerConnection(quick *webrtcnet.QuickPair) (*webrtc.PeerConnection, error) {
+	se := p.se
+	if quick != nil {
+		quick.Install(&se)
+	}
+	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(p.iceConfig())
+	if err != nil {
+		return nil, err
+	}
+	if quick != nil {
+		quick.Watch(pc)
+	}
+	return pc, nil
 }
 
 // pacerFor registers a Pacer for the client's end of pc's selected

@@ -81,6 +81,23 @@ func (sh *Shaper) TrackRemote(sdp string) (release func()) {
 	}
 }
 
+// Nominated records that this peer, the controlling one, selected a pair
+// to the remote peer of sdp without pion nominating one (as
+// webrtcnet.QuickPair does), so that mimic's checks to that peer carry
+// USE-CANDIDATE from now on, as Chromium's checks of its nominated pair do.
+// On a nil Shaper, or for a peer not tracked, it does nothing.
+func (sh *Shaper) Nominated(sdp string) {
+	ufrag, _ := iceCredentials(sdp)
+	if sh == nil || ufrag == "" {
+		return
+	}
+	sh.mu.Lock()
+	if peer, ok := sh.peers[ufrag]; ok {
+		peer.nominated = true
+	}
+	sh.mu.Unlock()
+}
+
 // iceCredentials returns the first a=ice-ufrag and a=ice-pwd of sdp.
 func iceCredentials(sdp string) (ufrag, pwd string) {
 	for line := range strings.Lines(sdp) {

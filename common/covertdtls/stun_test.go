@@ -110,6 +110,28 @@ func TestChromiumBinding(t *testing.T) {
 	}
 }
 
+// TestShaperNominated: once a peer selected a pair without pion nominating
+// one (webrtcnet.QuickPair), its controlling checks carry USE-CANDIDATE.
+func TestShaperNominated(t *testing.T) {
+	const sdp = "v=0\r\na=ice-ufrag:REMOTE\r\na=ice-pwd:remotepassword0123456789\r\n"
+	const pwd = "remotepassword0123456789"
+	sh := newShaper()
+	defer sh.TrackRemote(sdp)()
+	useCandidate := func() bool {
+		return slices.Contains(attrOrder(t, sh.chromiumBinding(pionRequest(t, "REMOTE:local", pwd, true, false)), pwd), stun.AttrUseCandidate)
+	}
+	if useCandidate() {
+		t.Fatal("a check before selection carries USE-CANDIDATE")
+	}
+	sh.Nominated(sdp)
+	if !useCandidate() {
+		t.Error("a check after Nominated lacks USE-CANDIDATE")
+	}
+	sh.Nominated("v=0\r\na=ice-ufrag:OTHER\r\n") // untracked: nothing
+	var none *Shaper
+	none.Nominated(sdp)
+}
+
 // FuzzChromiumShape feeds arbitrary datagrams to mimic's rewriting: it
 // must not panic, and what it changes must be a valid STUN message.
 func FuzzChromiumShape(f *testing.F) {

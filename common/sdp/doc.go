@@ -1,7 +1,8 @@
 // Package sdp reads the few things Flurry needs from WebRTC session
 // descriptions: the client's public address (for the relay's client_ip
-// parameter) and local-address checks (to keep private addresses out of a
-// proxy's answer and to refuse relays on private networks).
+// parameter), local-address checks (to keep private addresses out of a
+// proxy's answer and to refuse relays on private networks), and Flurry's
+// own session-level attributes (a=flurry-quick-pair).
 //
 // It works on the SDP text itself and depends only on the standard library,
 // so roles that must not link pion can use it.

@@ -149,3 +149,44 @@ func StripLocalCandidates(sdp string) string {
 	}
 	return b.String()
 }
+
+// HasSessionAttribute reports whether sdp has the session-level attribute
+// line "a=<name>" (or "a=<name>:<value>"): one before the first media
+// section ("m=" line).
+func HasSessionAttribute(sdp, name string) bool {
+	found := false
+	lines(sdp, func(line string) bool {
+		if strings.HasPrefix(line, "m=") {
+			return false
+		}
+		attr, ok := strings.CutPrefix(line, "a=")
+		if ok && (attr == name || strings.HasPrefix(attr, name+":")) {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// AddSessionAttribute returns sdp with the session-level attribute line
+// "a=<attr>" inserted before the first media section, or at the end if
+// there is none, with the line ending sdp uses (CRLF unless it has only
+// bare LFs).
+func AddSessionAttribute(sdp, attr string) string {
+	eol := "\r\n"
+	if strings.Contains(sdp, "\n") && !strings.Contains(sdp, "\r\n") {
+		eol = "\n"
+	}
+	line := "a=" + attr + eol
+	if strings.HasPrefix(sdp, "m=") {
+		return line + sdp
+	}
+	if i := strings.Index(sdp, "\nm="); i >= 0 {
+		return sdp[:i+1] + line + sdp[i+1:]
+	}
+	if sdp != "" && !strings.HasSuffix(sdp, "\n") {
+		sdp += eol
+	}
+	return sdp + line
+}

@@ -149,6 +149,37 @@ func TestParseCandidate(t *testing.T) {
 	}
 }
 
+func TestSessionAttribute(t *testing.T) {
+	const attr = "x-test"
+	tests := []struct{ in, want string }{
+		{"v=0\r\nt=0 0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\na=mid:0\r\n",
+			"v=0\r\nt=0 0\r\na=x-test\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\na=mid:0\r\n"},
+		{"v=0\nt=0 0\nm=application 9\n", "v=0\nt=0 0\na=x-test\nm=application 9\n"},
+		{"v=0\r\nt=0 0", "v=0\r\nt=0 0\r\na=x-test\r\n"},
+		{"m=application 9\r\n", "a=x-test\r\nm=application 9\r\n"},
+		{"", "a=x-test\r\n"},
+	}
+	for _, tt := range tests {
+		got := AddSessionAttribute(tt.in, attr)
+		if got != tt.want {
+			t.Errorf("AddSessionAttribute(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if HasSessionAttribute(tt.in, attr) || !HasSessionAttribute(got, attr) {
+			t.Errorf("HasSessionAttribute before and after adding to %q: wrong", tt.in)
+		}
+	}
+	for sdp, want := range map[string]bool{
+		"v=0\r\na=x-test:1\r\n":                  true,
+		"v=0\r\na=x-testing\r\n":                 false,
+		"v=0\r\nm=application 9\r\na=x-test\r\n": false, // media level
+		"v=0\r\nb=a=x-test\r\n":                  false,
+	} {
+		if got := HasSessionAttribute(sdp, attr); got != want {
+			t.Errorf("HasSessionAttribute(%q) = %v, want %v", sdp, got, want)
+		}
+	}
+}
+
 func FuzzClientIP(f *testing.F) {
 	f.Add("c=IN IP4 1.2.3.4\r\n")
 	f.Add("a=candidate:1 1 udp 2122260223 1.2.3.4 56688 typ host\r\n")
@@ -166,6 +197,9 @@ func FuzzClientIP(f *testing.F) {
 		}
 		if StripLocalCandidates(out) != out {
 			t.Fatalf("StripLocalCandidates is not idempotent")
+		}
+		if added := AddSessionAttribute(s, "x-fuzz"); !HasSessionAttribute(added, "x-fuzz") {
+			t.Fatalf("AddSessionAttribute's line is not found")
 		}
 	})
 }

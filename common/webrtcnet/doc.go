@@ -4,5 +4,6 @@
 // demonstrations (LoopbackOnly), the data-path settings of the client and
 // the proxy (DataPath), and the non-trickle local description that the
 // client's offer and the proxy's answer both are (LocalDescription: gather
-// with a deadline, then strip local-address candidates).
+// with a deadline, then strip local-address candidates), and the candidate
+// pair selection both make without waiting for a nomination (QuickPair).
 package webrtcnet

@@ -17,6 +17,7 @@ import (
 	"github.com/pion/webrtc/v5"
 
 	"github.com/flurrypt/flurry/common/covertdtls"
+	"github.com/flurrypt/flurry/common/sdp"
 	"github.com/flurrypt/flurry/common/webrtcnet"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -96,7 +97,9 @@ type Config struct {
 
 // Dialer makes Peers. It is safe for concurrent use.
 type Dialer struct {
-	api        *webrtc.API
+	// se is what every peer connection's API is built from: each gets its
+	// own, for its own webrtcnet.QuickPair.
+	se         webrtc.SettingEngine
 	iceServers []webrtc.ICEServer
 	cfg        Config
 	log        *slog.Logger
@@ -166,7 +169,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		cfg.configureSettingEngine(se)
 	}
 	return &Dialer{
-		api:        webrtc.NewAPI(webrtc.WithSettingEngine(*se)),
+		se:         *se,
 		iceServers: cfg.ICEServers,
 		cfg:        cfg,
 		log:        logger,
@@ -184,10 +187,14 @@ type Negotiator func(ctx context.Context, offer string) (answer string, err erro
 // Peer's id once the offer is ready.
 func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated func(id string)) (*Peer, error) {
 	id := newPeerID()
-	pc, err := d.api.NewPeerConnection(webrtc.Configuration{ICEServers: d.iceServers})
+	var quick webrtcnet.QuickPair
+	se := d.se
+	quick.Install(&se)
+	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{ICEServers: d.iceServers})
 	if err != nil {
 		return nil, fmt.Errorf("new peer connection: %w", err)
 	}
+	quick.Watch(pc)
 	p := &Peer{
 		id:          id,
 		pc:          pc,
@@ -264,6 +271,12 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 	}
 	if answer.Type != messages.SDPTypeAnswer {
 		return nil, fmt.Errorf("%w: not of type answer", ErrBadAnswer)
+	}
+	if sdp.HasSessionAttribute(answer.SDP, webrtcnet.QuickPairAttribute) {
+		// The proxy selects without our nomination, so we may select
+		// without sending one; covert DTLS's mimic then marks our next
+		// checks as nominating, as Chromium's are.
+		quick.Enable(func() { d.shaper.Nominated(answer.SDP) })
 	}
 	if !p.track(d.shaper.TrackRemote(answer.SDP)) {
 		return nil, p.Err()

@@ -1,0 +1,200 @@
+package webrtcnet
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pion/datachannel"
+	"github.com/pion/ice/v4"
+	"github.com/pion/stun/v4"
+	"github.com/pion/webrtc/v5"
+
+	"github.com/flurrypt/flurry/common/sdp"
+)
+
+// TestQuickPairRule: a QuickPair selects the first pair whose own check
+// succeeded, once, only when enabled, never a relay pair, and never after
+// a nomination.
+func TestQuickPairRule(t *testing.T) {
+	host := func(port int) ice.Candidate {
+		c, err := ice.NewCandidateHost(&ice.CandidateHostConfig{Network: "udp", Address: "192.0.2.1", Port: port, Component: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	relay, err := ice.NewCandidateRelay(&ice.CandidateRelayConfig{Network: "udp", Address: "192.0.2.9", Port: 9, Component: 1, RelAddr: "192.0.2.1", RelPort: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := func(local, remote ice.Candidate) *ice.CandidatePair {
+		p := &ice.CandidatePair{Local: local, Remote: remote}
+		p.UpdateRoundTripTime(time.Millisecond) // a success response
+		return p
+	}
+	request := func(t *testing.T, useCandidate bool) *stun.Message {
+		setters := []stun.Setter{stun.BindingRequest, stun.TransactionID}
+		if useCandidate {
+			setters = append(setters, ice.UseCandidate())
+		}
+		m, err := stun.Build(setters...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b, c := host(1), host(2), host(3)
+	unchecked := &ice.CandidatePair{Local: a, Remote: b}
+
+	var q QuickPair
+	if q.onBindingRequest(request(t, false), a, b, checked(a, b)) {
+		t.Error("selected before Enable")
+	}
+	var selections int
+	q.Enable(func() { selections++ })
+	if q.onBindingRequest(request(t, false), a, b, unchecked) {
+		t.Error("selected a pair whose own check has not succeeded")
+	}
+	if q.onBindingRequest(request(t, false), a, relay, checked(a, relay)) {
+		t.Error("selected a relay pair")
+	}
+	if !q.onBindingRequest(request(t, false), a, b, checked(a, b)) {
+		t.Error("did not select a pair that works both ways")
+	}
+	if q.onBindingRequest(request(t, false), a, c, checked(a, c)) {
+		t.Error("moved its selection to a second pair")
+	}
+	if selections != 1 {
+		t.Errorf("onSelect called %d times, want 1", selections)
+	}
+
+	var n QuickPair
+	n.Enable(nil)
+	if n.onBindingRequest(request(t, true), a, b, checked(a, b)) {
+		t.Error("selected on a nomination, which ICE itself handles")
+	}
+	if n.onBindingRequest(request(t, false), a, c, checked(a, c)) {
+		t.Error("selected after a nomination")
+	}
+}
+
+// TestQuickPairConnects: peers connect whether both select quickly (the
+// client enabled by the answer's attribute), only the answerer does (a
+// Snowflake client with a Flurry proxy), or the answerer does not and so
+// does not announce it (a Flurry client with a Snowflake proxy).
+func TestQuickPairConnects(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		answerer bool // the answerer selects quickly and announces it
+		offerer  bool // the offerer installs a QuickPair
+	}{
+		{"both", true, true},
+		{"answerer only", true, false},
+		{"offerer without an announcing answerer", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			testQuickPair(t, tt.answerer, tt.offerer)
+		})
+	}
+}
+
+func testQuickPair(t *testing.T, answererQuick, offererQuick bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // only against a hang
+	defer cancel()
+	// quickPeer is newPeer with q installed; selected counts q's
+	// selections, nominated the nominations its peer received.
+	var selected, nominated atomic.Int32
+	quickPeer := func(q *QuickPair) *webrtc.PeerConnection {
+		if q == nil {
+			return newPeer(t, Peer{MaxMessageSize: 64 << 10, LoopbackOnly: true})
+		}
+		pc := newPeer(t, Peer{MaxMessageSize: 64 << 10, LoopbackOnly: true}, func(se *webrtc.SettingEngine) {
+			se.SetICEBindingRequestHandler(func(m *stun.Message, local, remote ice.Candidate, pair *ice.CandidatePair) bool {
+				if m.Contains(stun.AttrUseCandidate) {
+					nominated.Add(1)
+				}
+				ok := q.onBindingRequest(m, local, remote, pair)
+				if ok {
+					selected.Add(1)
+				}
+				return ok
+			})
+		})
+		q.Watch(pc)
+		return pc
+	}
+	var offererQ, answererQ *QuickPair
+	if offererQuick {
+		offererQ = new(QuickPair)
+	}
+	if answererQuick {
+		answererQ = new(QuickPair)
+		answererQ.Enable(nil)
+	}
+	offerer, answerer := quickPeer(offererQ), quickPeer(answererQ)
+
+	dc, err := offerer.CreateDataChannel("test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan datachannel.ReadWriteCloser, 1)
+	dc.OnOpen(func() {
+		if raw, err := dc.Detach(); err == nil {
+			opened <- raw
+		}
+	})
+	received := make(chan []byte, 1)
+	answerer.OnDataChannel(func(d *webrtc.DataChannel) {
+		d.OnOpen(func() {
+			raw, err := d.Detach()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 100)
+			n, _ := raw.Read(buf)
+			received <- buf[:n]
+		})
+	})
+	offer, err := LocalDescription(ctx, offerer, webrtc.SDPTypeOffer, time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := answerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
+		t.Fatal(err)
+	}
+	answer, err := LocalDescription(ctx, answerer, webrtc.SDPTypeAnswer, time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerSDP := answer.SDP
+	if answererQuick {
+		answerSDP = sdp.AddSessionAttribute(answerSDP, QuickPairAttribute)
+	}
+	if offererQuick && sdp.HasSessionAttribute(answerSDP, QuickPairAttribute) {
+		offererQ.Enable(nil)
+	}
+	if err := offerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answerSDP}); err != nil {
+		t.Fatalf("the offerer refused the answer: %v\n%s", err, strings.ReplaceAll(answerSDP, "\r\n", "\n"))
+	}
+	select {
+	case raw := <-opened:
+		if _, err := raw.Write([]byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the DataChannel did not open")
+	}
+	select {
+	case got := <-received:
+		if !bytes.Equal(got, []byte("hello")) {
+			t.Errorf("received %q", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("nothing received")
+	}
+	t.Logf("quick selections %d, nominations received %d", selected.Load(), nominated.Load())
+}
