@@ -174,7 +174,7 @@ func New(c Config) (*Server, error) {
 	return &Server{
 		cfg:     cfg,
 		log:     log,
-		api:     webrtc.NewAPI(webrtc.WithSettingEngine(se)),
+		api:     webrtcnet.NewAPI(se),
 		sem:     make(chan struct{}, cfg.MaxConcurrent),
 		closing: closing,
 		close:   closeFn,

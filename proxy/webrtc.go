@@ -72,7 +72,7 @@ func (p *Proxy) newPeerConnection(quick *webrtcnet.QuickPair) (*webrtc.PeerConne
 	if quick != nil {
 		quick.Install(&se)
 	}
-	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(p.iceConfig())
+	pc, err := webrtcnet.NewAPI(se).NewPeerConnection(p.iceConfig())
 	if err != nil {
 		return nil, err
 	}

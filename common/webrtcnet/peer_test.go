@@ -131,3 +131,20 @@ func TestPeerBadCovertDTLS(t *testing.T) {
 		t.Errorf("mode 99: %v", err)
 	}
 }
+
+// BenchmarkNewPeerConnection: what one peer connection with an API of its
+// own (NewAPI, as the client and the proxy make them) allocates.
+func BenchmarkNewPeerConnection(b *testing.B) {
+	se, _, err := Peer{MaxMessageSize: 64 << 10, LoopbackOnly: true}.SettingEngine()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		pc, err := NewAPI(*se).NewPeerConnection(webrtc.Configuration{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = pc.Close()
+	}
+}

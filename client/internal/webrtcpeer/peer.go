@@ -190,7 +190,7 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 	var quick webrtcnet.QuickPair
 	se := d.se
 	quick.Install(&se)
-	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{ICEServers: d.iceServers})
+	pc, err := webrtcnet.NewAPI(se).NewPeerConnection(webrtc.Configuration{ICEServers: d.iceServers})
 	if err != nil {
 		return nil, fmt.Errorf("new peer connection: %w", err)
 	}
