@@ -69,6 +69,9 @@ type counters struct {
 	// sealFailures counts sealed packets that did not authenticate (each
 	// ends its carrier: see seal.go).
 	sealFailures atomic.Uint64
+	// resendsHeld counts KCP segments cut out of packets because their
+	// previous transmission is still on its way (resend.go).
+	resendsHeld atomic.Uint64
 }
 
 func (c *counters) refuse(reason string) {
@@ -123,6 +126,10 @@ type Stats struct {
 	// QueueDrops counts packets dropped because a turbotunnel queue was
 	// full.
 	QueueDrops uint64
+	// ResendsHeld counts KCP segments that the relay's KCP sent again and
+	// the relay held back, because their previous transmission went out on
+	// a carrier that is still alive, recently (see docs/relay.md).
+	ResendsHeld uint64
 	// SealFailures counts sealed packets that did not authenticate; each
 	// ended its carrier, none reached KCP.
 	SealFailures uint64
@@ -160,6 +167,7 @@ func newRegistry(c *counters, drops func() float64) *prometheus.Registry {
 		counter("silent_drops_total", "Packets of silent sessions dropped before they were queued.", u(&c.silentDrops)),
 		counter("seal_failures_total", "Sealed packets that did not authenticate (each ended its carrier).", u(&c.sealFailures)),
 		counter("queue_drops_total", "Packets dropped because a turbotunnel queue was full.", drops),
+		counter("resends_held_total", "KCP segments resent by the relay's KCP and held back, their previous transmission being on a live carrier.", u(&c.resendsHeld)),
 	)
 	for _, d := range []struct {
 		dir string

@@ -101,6 +101,9 @@ type session struct {
 
 	opened atomic.Bool // a stream was accepted
 	window *sendWindow // see sendwindow.go
+	// resend is its ClientID's resend filter (resend.go), set by
+	// startSession before the window goroutine sees the session.
+	resend *resendFilter
 
 	mu      sync.Mutex
 	smux    *smux.Session // guarded by mu; nil until started

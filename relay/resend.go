@@ -1,0 +1,201 @@
+package relay
+
+import (
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/flurrypt/flurry/common/turbotunnel"
+)
+
+// The relay holds back KCP's resends of segments that are only waiting.
+//
+// Below the relay's KCP the path to the client is reliable and ordered: the
+// carrier's WebSocket (TCP) to the proxy, then the proxy's ordered, reliable
+// DataChannel (SCTP) to the client. A segment that went out on a carrier
+// reaches the client unless the carrier dies with it or a queue on the way
+// drops it (the client's incoming queue, when full). kcp-go knows none of
+// this: its timeout is at least 100 ms, with no setter, while SCTP waits at
+// least 1 s for a lost retransmission (pion's T3 timer), so during every
+// such stall the relay's KCP sends its whole window again, and on a slow
+// bottleneck a third of the path carried copies the client throws away
+// (docs/relay.md, "Resends").
+//
+// So each ClientID has a resendFilter that remembers, for each segment
+// number in the session's send window, which carrier took the segment's
+// last transmission and when. A carrier's writer passes every packet
+// through it: a PUSH segment sent before on a carrier that is still alive
+// less than resendHold ago is cut out of the packet (another live carrier
+// of a multipath session would only carry a copy too). The segment goes out
+// again once that carrier has died, or once resendHold has passed, which
+// repairs what a queue dropped. ACKs and window probes and announcements
+// always pass. KCP itself is not touched: it counts a held segment as
+// resent and backs its timeout off, as it would for a lost one.
+
+// resendHold bounds how long a resend is held after the segment's previous
+// transmission: 1 s, pion's lowest retransmission timeout, within which SCTP
+// may still be repairing the segment's DataChannel message, plus two of the
+// session's smoothed KCP round trips, one for the repaired message to reach
+// the client and its acknowledgement to come back, one for the queues on
+// the way. The round trip is KCP's, which grows during SCTP's stalls (the
+// acknowledgements of the waiting segments come late), so the hold grows
+// with them. At most maxResendHold: a segment a queue dropped waits no
+// longer than that for its repair.
+func resendHold(srtt time.Duration) time.Duration {
+	return min(minResendHold+2*srtt, maxResendHold)
+}
+
+const (
+	minResendHold = time.Second
+	maxResendHold = 4 * time.Second
+	// resendTickShift sets the unit of the filter's clock, 2^24 ns (about
+	// 17 ms): an entry's time fits 16 bits and wraps after 18 minutes, far
+	// beyond any segment's life in a send window.
+	resendTickShift = 24
+	// maxCarrierNum is the highest carrier number: numbers are one byte,
+	// and 0 marks an empty entry.
+	maxCarrierNum = 255
+)
+
+// resendClock converts the relay's clock to the filter's.
+func resendClock(t clock) uint16 { return uint16(t >> resendTickShift) }
+
+// resendTicks converts a duration to the filter's clock units, rounded up.
+func resendTicks(d time.Duration) uint16 {
+	return uint16((d + 1<<resendTickShift - 1) >> resendTickShift)
+}
+
+// resendFilter is one ClientID's record of the carriers that took its
+// session's segments. Its size is fixed but for the ring, 4 bytes per
+// segment of the largest send window the session has had (resizeRing), not
+// allocated until the session sends: TestResendFilterSize states it.
+type resendFilter struct {
+	mu   sync.Mutex
+	conv uint32 // the KCP conversation the ring is about
+	// ring holds, at sn mod len(ring), an entry for the last segment with
+	// such a number that went out on a carrier; nil until resizeRing.
+	ring []resendEntry
+	// lapShift is log2(len(ring)): sn>>lapShift is the segment's lap.
+	lapShift uint8
+	hold     uint16   // resendHold in the filter's clock units
+	live     [4]uint64 // bit n: carrier number n is alive
+	lastNum  uint8     // the carrier number last handed out
+}
+
+// A resendEntry packs the segment's lap (8 bits), the carrier number that
+// took its last transmission (8 bits, 0 for none) and the time it did
+// (16 bits, the filter's clock).
+type resendEntry uint32
+
+func newResendEntry(lap, num uint8, at uint16) resendEntry {
+	return resendEntry(uint32(lap)<<24 | uint32(num)<<16 | uint32(at))
+}
+
+func (e resendEntry) lap() uint8  { return uint8(e >> 24) }
+func (e resendEntry) num() uint8  { return uint8(e >> 16) }
+func (e resendEntry) at() uint16  { return uint16(e) }
+func (e resendEntry) empty() bool { return e.num() == 0 }
+
+// addCarrier returns a number for a new carrier, marked alive: one that no
+// live carrier has, the next after the last one handed out. 0 means all
+// are taken (255 live carriers): such a carrier's packets pass unfiltered.
+func (f *resendFilter) addCarrier() uint8 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for range maxCarrierNum {
+		f.lastNum++
+		if f.lastNum == 0 {
+			f.lastNum = 1
+		}
+		if !f.alive(f.lastNum) {
+			f.live[f.lastNum/64] |= 1 << (f.lastNum % 64)
+			return f.lastNum
+		}
+	}
+	return 0
+}
+
+// dropCarrier marks carrier number num dead: the segments it took go out
+// again at KCP's next resend. It may be called more than once.
+func (f *resendFilter) dropCarrier(num uint8) {
+	f.mu.Lock()
+	f.live[num/64] &^= 1 << (num % 64)
+	f.mu.Unlock()
+}
+
+// alive reports whether carrier number num is alive; f.mu is held.
+func (f *resendFilter) alive(num uint8) bool {
+	return f.live[num/64]&(1<<(num%64)) != 0
+}
+
+// update sets the hold from the session's smoothed round trip, and makes
+// the ring hold at least wnd segments (a send window: the segments in
+// flight are never further apart). It allocates when the ring grows, so it
+// runs on the send window's tick, off the data path. A ring that grows
+// starts empty: the segments in flight then pass when resent, once.
+func (f *resendFilter) update(srtt time.Duration, wnd int) {
+	n := 1 << bits.Len(uint(max(wnd, 1)-1)) // wnd rounded up to a power of two
+	f.mu.Lock()
+	f.hold = resendTicks(resendHold(srtt))
+	grow := len(f.ring) < n
+	f.mu.Unlock()
+	if !grow {
+		return
+	}
+	ring := make([]resendEntry, n) // not under the lock the writers take
+	f.mu.Lock()
+	if len(f.ring) < n {
+		f.ring = ring
+		f.lapShift = uint8(bits.TrailingZeros(uint(n)))
+	}
+	f.mu.Unlock()
+}
+
+// filter removes from the KCP packet p, taken by carrier number num at
+// time now, the PUSH segments whose resend is held, records the others,
+// and returns what remains of p (in place: it allocates nothing), empty if
+// nothing does. A packet that does not parse is left as it is from the
+// first segment that does not; it reaches the client's KCP as it would
+// have without the filter. held is the number of segments cut out.
+func (f *resendFilter) filter(p []byte, num uint8, now clock) (out []byte, held int) {
+	if num == 0 {
+		return p, 0
+	}
+	at := resendClock(now)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ring == nil {
+		return p, 0
+	}
+	mask := uint32(len(f.ring) - 1)
+	out = p[:0]
+	rest := p
+	for len(rest) > 0 {
+		seg, next, ok := turbotunnel.NextKCPSegment(rest)
+		if !ok {
+			seg, next = turbotunnel.KCPSegment(rest), nil
+		}
+		rest = next
+		if ok && seg.Cmd() == turbotunnel.KCPCmdPush {
+			if conv := seg.Conv(); conv != f.conv {
+				// A new session for the ClientID: forget the old one's.
+				clear(f.ring)
+				f.conv = conv
+			}
+			sn := seg.SN()
+			slot := &f.ring[sn&mask]
+			lap := uint8(sn >> f.lapShift)
+			if e := *slot; !e.empty() && e.lap() == lap && f.alive(e.num()) && at-e.at() < f.hold {
+				held++
+				continue
+			}
+			*slot = newResendEntry(lap, num, at)
+		}
+		if held == 0 {
+			out = p[:len(out)+len(seg)] // nothing cut yet: it is in place
+		} else {
+			out = append(out, seg...) // moves it down over what was cut
+		}
+	}
+	return out, held
+}
