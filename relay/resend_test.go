@@ -1,0 +1,400 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/flurrypt/flurry/common/turbotunnel"
+)
+
+// kcpSeg builds one KCP segment of conversation conv.
+func kcpSeg(conv uint32, cmd byte, sn uint32, data string) []byte {
+	b := make([]byte, turbotunnel.KCPHeaderLen, turbotunnel.KCPHeaderLen+len(data))
+	binary.LittleEndian.PutUint32(b[0:4], conv)
+	b[4] = cmd
+	binary.LittleEndian.PutUint16(b[6:8], 128)
+	binary.LittleEndian.PutUint32(b[12:16], sn)
+	binary.LittleEndian.PutUint32(b[20:24], uint32(len(data)))
+	return append(b, data...)
+}
+
+func push(sn uint32) []byte { return kcpSeg(7, turbotunnel.KCPCmdPush, sn, "data") }
+func ack(sn uint32) []byte  { return kcpSeg(7, turbotunnel.KCPCmdAck, sn, "") }
+
+// packet joins segments into one KCP packet.
+func packet(segs ...[]byte) []byte { return bytes.Join(segs, nil) }
+
+// newTestFilter returns a filter for a window of wnd segments and a
+// round trip of 100 ms, and the time at which to start.
+func newTestFilter(wnd int) (*resendFilter, clock) {
+	f := &resendFilter{}
+	f.update(100*time.Millisecond, wnd)
+	return f, clock(time.Hour)
+}
+
+// pass runs p (a copy) through f and fails unless want comes out.
+func pass(t *testing.T, f *resendFilter, p []byte, num uint8, now clock, want []byte) {
+	t.Helper()
+	in := bytes.Clone(p)
+	out, held := f.filter(in, num, now)
+	if !bytes.Equal(out, want) {
+		t.Fatalf("filter(%x) on carrier %d = %x, want %x", p, num, out, want)
+	}
+	if want := countSegs(p) - countSegs(want); held != want {
+		t.Fatalf("held %d segments, want %d", held, want)
+	}
+}
+
+func countSegs(p []byte) int {
+	n := 0
+	for {
+		_, rest, ok := turbotunnel.NextKCPSegment(p)
+		if !ok {
+			return n
+		}
+		n, p = n+1, rest
+	}
+}
+
+func TestResendFilterHoldsWhileCarrierAlive(t *testing.T) {
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	pass(t, f, push(1), a, now, push(1))
+	// KCP's timeout fires: the carrier took it and is alive.
+	now += clock(300 * time.Millisecond)
+	pass(t, f, push(1), a, now, nil)
+	// Held again later, still within the hold (1 s + 2 × 100 ms) of the
+	// first transmission: a held resend does not move the time.
+	now += clock(800 * time.Millisecond)
+	pass(t, f, push(1), a, now, nil)
+	// An ACK beside it goes out alone.
+	pass(t, f, packet(ack(9), push(1)), a, now, ack(9))
+}
+
+func TestResendFilterReleasesWhenCarrierDies(t *testing.T) {
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	b := f.addCarrier()
+	pass(t, f, packet(push(1), push(2)), a, now, packet(push(1), push(2)))
+	f.dropCarrier(a)
+	now += clock(200 * time.Millisecond)
+	pass(t, f, push(1), b, now, push(1))
+	// The release went out on b, which is alive: the next resend is held.
+	pass(t, f, push(1), b, now+clock(200*time.Millisecond), nil)
+	// A carrier's end may be reported twice.
+	f.dropCarrier(a)
+	pass(t, f, push(2), b, now, push(2))
+}
+
+func TestResendFilterReleasesAfterHold(t *testing.T) {
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	pass(t, f, push(5), a, now, push(5))
+	hold := resendHold(100 * time.Millisecond)
+	pass(t, f, push(5), a, now+clock(hold-50*time.Millisecond), nil)
+	now += clock(hold + 20*time.Millisecond)
+	pass(t, f, push(5), a, now, push(5)) // a queue may have dropped it
+	pass(t, f, push(5), a, now+clock(time.Millisecond), nil)
+}
+
+func TestResendHoldFollowsRoundTrip(t *testing.T) {
+	for _, tc := range []struct{ srtt, want time.Duration }{
+		{0, time.Second},
+		{150 * time.Millisecond, 1300 * time.Millisecond},
+		{time.Second, 3 * time.Second},
+		{10 * time.Second, maxResendHold},
+	} {
+		if got := resendHold(tc.srtt); got != tc.want {
+			t.Errorf("resendHold(%v) = %v, want %v", tc.srtt, got, tc.want)
+		}
+	}
+	// The hold grows when the round trip does.
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	pass(t, f, push(1), a, now, push(1))
+	f.update(time.Second, 64)
+	pass(t, f, push(1), a, now+clock(2*time.Second), nil)
+}
+
+func TestResendFilterMultipath(t *testing.T) {
+	f, now := newTestFilter(64)
+	a, b := f.addCarrier(), f.addCarrier()
+	if a == b || a == 0 || b == 0 {
+		t.Fatalf("carrier numbers %d, %d", a, b)
+	}
+	pass(t, f, push(1), a, now, push(1))
+	pass(t, f, push(2), b, now, push(2))
+	// Resent through the other carrier while the first is alive: a copy.
+	now += clock(300 * time.Millisecond)
+	pass(t, f, push(1), b, now, nil)
+	pass(t, f, push(2), a, now, nil)
+	f.dropCarrier(b)
+	pass(t, f, packet(push(1), push(2)), a, now, push(2))
+}
+
+func TestResendFilterMultiSegmentPackets(t *testing.T) {
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	wask := kcpSeg(7, turbotunnel.KCPCmdWask, 0, "")
+	wins := kcpSeg(7, turbotunnel.KCPCmdWins, 0, "")
+	pass(t, f, packet(ack(3), push(1), push(2)), a, now, packet(ack(3), push(1), push(2)))
+	// The held ones are cut wherever they are; everything else keeps its
+	// order.
+	pass(t, f, packet(ack(4), push(1), wask, push(3), push(2), wins, push(4)), a, now,
+		packet(ack(4), wask, push(3), wins, push(4)))
+	pass(t, f, packet(push(1), push(2), push(3), push(4)), a, now, nil)
+}
+
+func TestResendFilterMalformedPackets(t *testing.T) {
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	pass(t, f, push(1), a, now, push(1))
+	short := push(9)[:turbotunnel.KCPHeaderLen-1]
+	cut := push(9)[:turbotunnel.KCPHeaderLen+2]
+	huge := binary.LittleEndian.AppendUint32(push(9)[:20], 0xffffffff)
+	for _, p := range [][]byte{nil, {1}, short, cut, huge} {
+		pass(t, f, p, a, now, p)
+		// Behind a held segment the rest is kept as it is.
+		pass(t, f, packet(push(1), p), a, now, p)
+		pass(t, f, packet(ack(1), push(1), p), a, now, packet(ack(1), p))
+	}
+	// A truncated PUSH records nothing.
+	pass(t, f, cut, a, now, cut)
+	pass(t, f, push(9), a, now, push(9))
+}
+
+func TestResendFilterNewConversation(t *testing.T) {
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	pass(t, f, push(1), a, now, push(1))
+	// The ClientID's next session starts its numbers again.
+	next := kcpSeg(8, turbotunnel.KCPCmdPush, 1, "new")
+	pass(t, f, next, a, now, next)
+	pass(t, f, next, a, now, nil)
+}
+
+func TestResendFilterLaps(t *testing.T) {
+	f, now := newTestFilter(60) // a ring of 64
+	if len(f.ring) != 64 {
+		t.Fatalf("ring of %d entries for a window of 60, want 64", len(f.ring))
+	}
+	a := f.addCarrier()
+	pass(t, f, push(3), a, now, push(3))
+	// The same slot a lap later is a new segment; and the one before it,
+	// whose entry it took, passes when resent.
+	pass(t, f, push(3+64), a, now, push(3+64))
+	pass(t, f, push(3), a, now, push(3))
+	// Around the wrap of sn.
+	pass(t, f, push(0xffffffff), a, now, push(0xffffffff))
+	pass(t, f, push(0xffffffff), a, now, nil)
+	pass(t, f, push(63), a, now, push(63))
+}
+
+func TestResendFilterInactive(t *testing.T) {
+	// Before the session has sent (no ring), and for a carrier without a
+	// number, packets pass untouched.
+	f := &resendFilter{}
+	a := f.addCarrier()
+	pass(t, f, push(1), a, 0, push(1))
+	pass(t, f, push(1), a, 0, push(1))
+	f.update(0, 64)
+	pass(t, f, push(1), 0, 0, push(1))
+	pass(t, f, push(1), 0, 0, push(1))
+}
+
+func TestResendFilterGrows(t *testing.T) {
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	pass(t, f, push(100), a, now, push(100))
+	f.update(100*time.Millisecond, 64) // no change: the entries stay
+	pass(t, f, push(100), a, now, nil)
+	f.update(100*time.Millisecond, 65)
+	if len(f.ring) != 128 {
+		t.Fatalf("ring of %d entries for a window of 65, want 128", len(f.ring))
+	}
+	pass(t, f, push(100), a, now, push(100)) // forgotten: passes once
+	pass(t, f, push(100), a, now, nil)
+	f.update(100*time.Millisecond, 32) // a smaller window keeps the ring
+	if len(f.ring) != 128 {
+		t.Fatalf("ring of %d entries after the window shrank, want 128", len(f.ring))
+	}
+}
+
+func TestResendFilterCarrierNumbers(t *testing.T) {
+	f := &resendFilter{}
+	seen := map[uint8]bool{}
+	for range maxCarrierNum {
+		n := f.addCarrier()
+		if n == 0 || seen[n] {
+			t.Fatalf("carrier number %d handed out twice or zero", n)
+		}
+		seen[n] = true
+	}
+	if n := f.addCarrier(); n != 0 {
+		t.Fatalf("a 256th live carrier got number %d, want 0", n)
+	}
+	f.dropCarrier(17)
+	if n := f.addCarrier(); n != 17 {
+		t.Fatalf("got number %d, want the free 17", n)
+	}
+}
+
+// TestResendFilterAllocs locks the filter at no allocation per packet,
+// whether it holds segments or not: it runs on every outgoing packet.
+func TestResendFilterAllocs(t *testing.T) {
+	f, now := newTestFilter(1024)
+	a := f.addCarrier()
+	p := packet(ack(1), push(1), push(2))
+	buf := make([]byte, len(p))
+	sn := uint32(3)
+	got := testing.AllocsPerRun(1000, func() {
+		copy(buf, p)
+		f.filter(buf, a, now) // held
+		binary.LittleEndian.PutUint32(buf[turbotunnel.KCPHeaderLen+12:], sn)
+		f.filter(buf, a, now) // a new one passes
+		sn++
+	})
+	if got != 0 {
+		t.Errorf("%v allocations per packet, want 0", got)
+	}
+}
+
+// TestResendFilterSize states what the filter costs per ClientID: a fixed
+// part in every clientState, and a ring of 4 bytes per segment of the
+// session's largest send window, once it sends.
+func TestResendFilterSize(t *testing.T) {
+	fixed := unsafe.Sizeof(resendFilter{})
+	entry := unsafe.Sizeof(resendEntry(0))
+	f := &resendFilter{}
+	f.update(0, initialSendWindow)
+	first := uintptr(len(f.ring)) * entry
+	f.update(0, maxSendWindow)
+	largest := uintptr(len(f.ring)) * entry
+	t.Logf("resend filter per ClientID: %d bytes, ring %d bytes at the first window (%d segments), %d at the largest (%d)",
+		fixed, first, initialSendWindow, largest, maxSendWindow)
+	if fixed > 96 || entry != 4 || first > 256 || largest > 32<<10 {
+		t.Errorf("resend filter grew: %d bytes fixed, %d per entry, ring %d and %d bytes", fixed, entry, first, largest)
+	}
+}
+
+// FuzzResendFilter runs arbitrary packets through a filter twice, as a
+// first transmission and as a resend on the same live carrier within the
+// hold: nothing panics, and what comes out is what a plain model of the
+// filter keeps (every segment but PUSH segments sent before, in order, and
+// whatever does not parse as it is).
+func FuzzResendFilter(f *testing.F) {
+	f.Add(packet(ack(1), push(1), push(2)))
+	f.Add(packet(push(1), push(1)))
+	f.Add(packet(push(1), push(257), kcpSeg(8, turbotunnel.KCPCmdPush, 1, "")))
+	f.Add(append(push(4), 0, 1, 2))
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		rf, now := newTestFilter(256)
+		a := rf.addCarrier()
+		m := &filterModel{ring: map[uint32]uint32{}}
+		for i := range 2 {
+			out, held := rf.filter(bytes.Clone(p), a, now+clock(i))
+			want, wantHeld := m.filter(p)
+			if !bytes.Equal(out, want) || held != wantHeld {
+				t.Fatalf("pass %d of %x: %x (%d held), want %x (%d)", i, p, out, held, want, wantHeld)
+			}
+		}
+	})
+}
+
+// filterModel is the filter with a ring of 256 and one live carrier within
+// the hold, written plainly.
+type filterModel struct {
+	conv uint32
+	ring map[uint32]uint32 // sn mod 256 -> the lap of the sn last sent
+}
+
+func (m *filterModel) filter(p []byte) ([]byte, int) {
+	var out []byte
+	held := 0
+	for len(p) > 0 {
+		seg, rest, ok := turbotunnel.NextKCPSegment(p)
+		if !ok {
+			out = append(out, p...)
+			break
+		}
+		p = rest
+		if seg.Cmd() == turbotunnel.KCPCmdPush {
+			if seg.Conv() != m.conv {
+				clear(m.ring)
+				m.conv = seg.Conv()
+			}
+			slot, lap := seg.SN()%256, seg.SN()/256%256
+			if l, ok := m.ring[slot]; ok && l == lap {
+				held++
+				continue
+			}
+			m.ring[slot] = lap
+		}
+		out = append(out, seg...)
+	}
+	return out, held
+}
+
+// TestCarrierHoldsResends runs the filter where the relay runs it, in a
+// carrier's writer: a resend of what the carrier took is not written, an
+// ACK behind it is, and the path allocates nothing per packet.
+func TestCarrierHoldsResends(t *testing.T) {
+	h := newAllocHarness(t)
+	st := h.clientState(t)
+	st.resend.update(100*time.Millisecond, 1024)
+
+	writeAndRead := func(p, want []byte) {
+		t.Helper()
+		if _, err := h.pconn.WriteTo(p, h.id); err != nil {
+			t.Fatal(err)
+		}
+		chunk := chunked(t, want)
+		out := make([]byte, serverFrameLen(len(chunk)))
+		if _, err := io.ReadFull(h.peer, out); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out[len(out)-len(chunk):], chunk) {
+			t.Fatalf("message out: % x, want a frame holding % x", out, chunk)
+		}
+	}
+	writeAndRead(push(1), push(1))
+	if _, err := h.pconn.WriteTo(push(1), h.id); err != nil { // held
+		t.Fatal(err)
+	}
+	writeAndRead(packet(ack(2), push(1), push(2)), packet(ack(2), push(2)))
+	writeAndRead(ack(3), ack(3)) // nothing of push(1) came between
+	if held := h.r.Stats().ResendsHeld; held != 2 {
+		t.Errorf("ResendsHeld = %d, want 2", held)
+	}
+
+	if raceEnabled {
+		return // allocation counts: see TestCarrierAllocsPerPacket
+	}
+	sn := uint32(10)
+	pkt := push(0)
+	out := make([]byte, serverFrameLen(len(chunked(t, pkt))))
+	checkAllocs(t, "out, a new segment and a held resend", 0, func() {
+		binary.LittleEndian.PutUint32(pkt[12:16], sn)
+		sn++
+		for range 2 {
+			if _, err := h.pconn.WriteTo(pkt, h.id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := io.ReadFull(h.peer, out); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The writer has handled every packet before this one (the queue is
+	// in order): each run held one, and checkAllocs ran 11 more (its own
+	// warm-up and testing.AllocsPerRun's).
+	writeAndRead(ack(4), ack(4))
+	if held, want := h.r.Stats().ResendsHeld, uint64(2+11+allocRuns); held != want {
+		t.Errorf("ResendsHeld = %d, want %d", held, want)
+	}
+}
