@@ -77,7 +77,7 @@ type resendFilter struct {
 	ring []resendEntry
 	// lapShift is log2(len(ring)): sn>>lapShift is the segment's lap.
 	lapShift uint8
-	hold     uint16   // resendHold in the filter's clock units
+	hold     uint16    // resendHold in the filter's clock units
 	live     [4]uint64 // bit n: carrier number n is alive
 	lastNum  uint8     // the carrier number last handed out
 }
