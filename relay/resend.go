@@ -77,6 +77,9 @@ type resendFilter struct {
 	ring []resendEntry
 	// lapShift is log2(len(ring)): sn>>lapShift is the segment's lap.
 	lapShift uint8
+	// lastSN is the highest sn recorded (in sn's circular order), from
+	// which a growing ring recovers the sn of its entries.
+	lastSN uint32
 	hold     uint16    // resendHold in the filter's clock units
 	live     [4]uint64 // bit n: carrier number n is alive
 	lastNum  uint8     // the carrier number last handed out
@@ -131,8 +134,7 @@ func (f *resendFilter) alive(num uint8) bool {
 // update sets the hold from the session's smoothed round trip, and makes
 // the ring hold at least wnd segments (a send window: the segments in
 // flight are never further apart). It allocates when the ring grows, so it
-// runs on the send window's tick, off the data path. A ring that grows
-// starts empty: the segments in flight then pass when resent, once.
+// runs on the send window's tick, off the data path.
 func (f *resendFilter) update(srtt time.Duration, wnd int) {
 	n := 1 << bits.Len(uint(max(wnd, 1)-1)) // wnd rounded up to a power of two
 	f.mu.Lock()
@@ -145,10 +147,29 @@ func (f *resendFilter) update(srtt time.Duration, wnd int) {
 	ring := make([]resendEntry, n) // not under the lock the writers take
 	f.mu.Lock()
 	if len(f.ring) < n {
-		f.ring = ring
-		f.lapShift = uint8(bits.TrailingZeros(uint(n)))
+		f.regrow(ring)
 	}
 	f.mu.Unlock()
+}
+
+// regrow moves the entries into ring, larger than f.ring; f.mu is held.
+// Windows grow while the session sends, and segments may be waiting: an
+// entry lost here would let a copy through. An entry gives its sn modulo
+// 256 × len(f.ring) (its lap and slot); the sn is the one so congruent at or
+// below lastSN, since what is in flight lies within a window below it.
+func (f *resendFilter) regrow(ring []resendEntry) {
+	oldShift := f.lapShift
+	f.lapShift = uint8(bits.TrailingZeros(uint(len(ring))))
+	period := uint32(len(f.ring)) << 8 // 256 laps
+	for i, e := range f.ring {
+		if e.empty() {
+			continue
+		}
+		low := uint32(e.lap())<<oldShift | uint32(i)
+		sn := f.lastSN - (f.lastSN-low)&(period-1)
+		ring[sn&uint32(len(ring)-1)] = newResendEntry(uint8(sn>>f.lapShift), e.num(), e.at())
+	}
+	f.ring = ring
 }
 
 // filter removes from the KCP packet p, taken by carrier number num at
@@ -180,7 +201,7 @@ func (f *resendFilter) filter(p []byte, num uint8, now clock) (out []byte, held 
 			if conv := seg.Conv(); conv != f.conv {
 				// A new session for the ClientID: forget the old one's.
 				clear(f.ring)
-				f.conv = conv
+				f.conv, f.lastSN = conv, seg.SN()
 			}
 			sn := seg.SN()
 			slot := &f.ring[sn&mask]
@@ -190,6 +211,9 @@ func (f *resendFilter) filter(p []byte, num uint8, now clock) (out []byte, held 
 				continue
 			}
 			*slot = newResendEntry(lap, num, at)
+			if int32(sn-f.lastSN) > 0 {
+				f.lastSN = sn
+			}
 		}
 		if held == 0 {
 			out = p[:len(out)+len(seg)] // nothing cut yet: it is in place

@@ -207,20 +207,40 @@ func TestResendFilterInactive(t *testing.T) {
 }
 
 func TestResendFilterGrows(t *testing.T) {
-	f, now := newTestFilter(64)
-	a := f.addCarrier()
-	pass(t, f, push(100), a, now, push(100))
-	f.update(100*time.Millisecond, 64) // no change: the entries stay
-	pass(t, f, push(100), a, now, nil)
-	f.update(100*time.Millisecond, 65)
-	if len(f.ring) != 128 {
-		t.Fatalf("ring of %d entries for a window of 65, want 128", len(f.ring))
-	}
-	pass(t, f, push(100), a, now, push(100)) // forgotten: passes once
-	pass(t, f, push(100), a, now, nil)
-	f.update(100*time.Millisecond, 32) // a smaller window keeps the ring
-	if len(f.ring) != 128 {
-		t.Fatalf("ring of %d entries after the window shrank, want 128", len(f.ring))
+	// A ring that grows keeps what is in flight, also across sn's wrap.
+	for _, base := range []uint32{1000, 0xffffffff - 70} {
+		f, now := newTestFilter(64)
+		a := f.addCarrier()
+		sendAll := func(from, to uint32, want bool) {
+			t.Helper()
+			for sn := from; sn != to; sn++ {
+				var out []byte
+				if want {
+					out = push(sn)
+				}
+				pass(t, f, push(sn), a, now, out)
+			}
+		}
+		sendAll(base-200, base-100, true)  // long acknowledged, a lap behind
+		sendAll(base, base+64, true)       // a window in flight
+		f.update(100*time.Millisecond, 64) // no change
+		f.update(100*time.Millisecond, 65)
+		if len(f.ring) != 128 {
+			t.Fatalf("ring of %d entries for a window of 65, want 128", len(f.ring))
+		}
+		sendAll(base, base+64, false) // still held
+		sendAll(base+64, base+128, true)
+		f.update(100*time.Millisecond, 3000)
+		if len(f.ring) != 4096 {
+			t.Fatalf("ring of %d entries for a window of 3000, want 4096", len(f.ring))
+		}
+		sendAll(base, base+128, false)
+		sendAll(base+128, base+200, true)
+		f.update(100*time.Millisecond, 32) // a smaller window keeps the ring
+		if len(f.ring) != 4096 {
+			t.Fatalf("ring of %d entries after the window shrank, want 4096", len(f.ring))
+		}
+		sendAll(base, base+200, false)
 	}
 }
 
