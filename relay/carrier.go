@@ -451,9 +451,15 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 // withoutHeldResends returns the packet p less the resends the ClientID's
 // resend filter holds back (resend.go), in place.
 func (c *carrier) withoutHeldResends(p []byte) []byte {
-	out, held := c.client.resend.filter(p, c.resendNum, c.r.now())
-	if held > 0 {
-		c.r.stats.resendsHeld.Add(uint64(held))
+	out, n := c.client.resend.filter(p, c.resendNum, c.r.now())
+	if n.sent > 0 {
+		c.r.stats.segmentsSent.Add(uint64(n.sent))
+	}
+	if n.resent > 0 {
+		c.r.stats.resendsSent.Add(uint64(n.resent))
+	}
+	if n.held > 0 {
+		c.r.stats.resendsHeld.Add(uint64(n.held))
 	}
 	return out
 }

@@ -463,6 +463,8 @@ func (r *Relay) Stats() Stats {
 		SilentDrops:       c.silentDrops.Load(),
 		QueueDrops:        r.queueDrops(),
 		ResendsHeld:       c.resendsHeld.Load(),
+		ResendsSent:       c.resendsSent.Load(),
+		SegmentsSent:      c.segmentsSent.Load(),
 		SealFailures:      c.sealFailures.Load(),
 	}
 	for i, reason := range failReasons {

@@ -70,8 +70,9 @@ func resendTicks(d time.Duration) uint16 {
 // segment of the largest send window the session has had (resizeRing), not
 // allocated until the session sends: TestResendFilterSize states it.
 type resendFilter struct {
-	mu   sync.Mutex
-	conv uint32 // the KCP conversation the ring is about
+	mu      sync.Mutex
+	conv    uint32 // the KCP conversation the ring is about
+	started bool   // conv and lastSN are set
 	// ring holds, at sn mod len(ring), an entry for the last segment with
 	// such a number that went out on a carrier; nil until resizeRing.
 	ring []resendEntry
@@ -79,10 +80,10 @@ type resendFilter struct {
 	lapShift uint8
 	// lastSN is the highest sn recorded (in sn's circular order), from
 	// which a growing ring recovers the sn of its entries.
-	lastSN uint32
-	hold     uint16    // resendHold in the filter's clock units
-	live     [4]uint64 // bit n: carrier number n is alive
-	lastNum  uint8     // the carrier number last handed out
+	lastSN  uint32
+	hold    uint16    // resendHold in the filter's clock units
+	live    [4]uint64 // bit n: carrier number n is alive
+	lastNum uint8     // the carrier number last handed out
 }
 
 // A resendEntry packs the segment's lap (8 bits), the carrier number that
@@ -172,21 +173,28 @@ func (f *resendFilter) regrow(ring []resendEntry) {
 	f.ring = ring
 }
 
+// resendCounts counts a packet's PUSH segments as filter saw them.
+type resendCounts struct {
+	held   int // resends cut out
+	resent int // resends let through (their sn is not above every sn sent)
+	sent   int // all let through, first transmissions and resends
+}
+
 // filter removes from the KCP packet p, taken by carrier number num at
 // time now, the PUSH segments whose resend is held, records the others,
 // and returns what remains of p (in place: it allocates nothing), empty if
 // nothing does. A packet that does not parse is left as it is from the
 // first segment that does not; it reaches the client's KCP as it would
-// have without the filter. held is the number of segments cut out.
-func (f *resendFilter) filter(p []byte, num uint8, now clock) (out []byte, held int) {
+// have without the filter.
+func (f *resendFilter) filter(p []byte, num uint8, now clock) (out []byte, n resendCounts) {
 	if num == 0 {
-		return p, 0
+		return p, n
 	}
 	at := resendClock(now)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ring == nil {
-		return p, 0
+		return p, n
 	}
 	mask := uint32(len(f.ring) - 1)
 	out = p[:0]
@@ -198,28 +206,33 @@ func (f *resendFilter) filter(p []byte, num uint8, now clock) (out []byte, held 
 		}
 		rest = next
 		if ok && seg.Cmd() == turbotunnel.KCPCmdPush {
-			if conv := seg.Conv(); conv != f.conv {
+			sn := seg.SN()
+			if conv := seg.Conv(); conv != f.conv || !f.started {
 				// A new session for the ClientID: forget the old one's.
 				clear(f.ring)
-				f.conv, f.lastSN = conv, seg.SN()
+				f.conv, f.lastSN, f.started = conv, sn-1, true
 			}
-			sn := seg.SN()
 			slot := &f.ring[sn&mask]
 			lap := uint8(sn >> f.lapShift)
 			if e := *slot; !e.empty() && e.lap() == lap && f.alive(e.num()) && at-e.at() < f.hold {
-				held++
+				n.held++
 				continue
 			}
 			*slot = newResendEntry(lap, num, at)
+			// KCP numbers new segments in order, so one not above every
+			// number sent is a resend.
 			if int32(sn-f.lastSN) > 0 {
 				f.lastSN = sn
+			} else {
+				n.resent++
 			}
+			n.sent++
 		}
-		if held == 0 {
+		if n.held == 0 {
 			out = p[:len(out)+len(seg)] // nothing cut yet: it is in place
 		} else {
 			out = append(out, seg...) // moves it down over what was cut
 		}
 	}
-	return out, held
+	return out, n
 }

@@ -40,24 +40,48 @@ func newTestFilter(wnd int) (*resendFilter, clock) {
 func pass(t *testing.T, f *resendFilter, p []byte, num uint8, now clock, want []byte) {
 	t.Helper()
 	in := bytes.Clone(p)
-	out, held := f.filter(in, num, now)
+	out, n := f.filter(in, num, now)
 	if !bytes.Equal(out, want) {
 		t.Fatalf("filter(%x) on carrier %d = %x, want %x", p, num, out, want)
 	}
-	if want := countSegs(p) - countSegs(want); held != want {
-		t.Fatalf("held %d segments, want %d", held, want)
+	if want := countSegs(p, false) - countSegs(want, false); n.held != want {
+		t.Fatalf("held %d segments, want %d", n.held, want)
+	}
+	if want := countSegs(want, true); f.ring != nil && num != 0 && n.sent != want {
+		t.Fatalf("counted %d data segments sent, want %d", n.sent, want)
 	}
 }
 
-func countSegs(p []byte) int {
+// countSegs counts the whole segments at the start of p, or only the PUSH
+// ones.
+func countSegs(p []byte, push bool) int {
 	n := 0
 	for {
-		_, rest, ok := turbotunnel.NextKCPSegment(p)
+		seg, rest, ok := turbotunnel.NextKCPSegment(p)
 		if !ok {
 			return n
 		}
-		n, p = n+1, rest
+		if !push || seg.Cmd() == turbotunnel.KCPCmdPush {
+			n++
+		}
+		p = rest
 	}
+}
+
+func TestResendFilterCounts(t *testing.T) {
+	f, now := newTestFilter(64)
+	a, b := f.addCarrier(), f.addCarrier()
+	count := func(p []byte, num uint8, want resendCounts) {
+		t.Helper()
+		if _, n := f.filter(p, num, now); n != want {
+			t.Fatalf("counts %+v, want %+v", n, want)
+		}
+	}
+	count(packet(ack(1), push(1), push(2), push(3)), a, resendCounts{sent: 3})
+	count(packet(push(2), push(4)), a, resendCounts{held: 1, sent: 1})
+	f.dropCarrier(a)
+	count(packet(push(1), push(5)), b, resendCounts{resent: 1, sent: 2})
+	count(push(1), b, resendCounts{held: 1})
 }
 
 func TestResendFilterHoldsWhileCarrierAlive(t *testing.T) {
@@ -317,10 +341,10 @@ func FuzzResendFilter(f *testing.F) {
 		a := rf.addCarrier()
 		m := &filterModel{ring: map[uint32]uint32{}}
 		for i := range 2 {
-			out, held := rf.filter(bytes.Clone(p), a, now+clock(i))
-			want, wantHeld := m.filter(p)
-			if !bytes.Equal(out, want) || held != wantHeld {
-				t.Fatalf("pass %d of %x: %x (%d held), want %x (%d)", i, p, out, held, want, wantHeld)
+			out, n := rf.filter(bytes.Clone(p), a, now+clock(i))
+			want, wantN := m.filter(p)
+			if !bytes.Equal(out, want) || n != wantN {
+				t.Fatalf("pass %d of %x: %x (%+v), want %x (%+v)", i, p, out, n, want, wantN)
 			}
 		}
 	})
@@ -329,13 +353,15 @@ func FuzzResendFilter(f *testing.F) {
 // filterModel is the filter with a ring of 256 and one live carrier within
 // the hold, written plainly.
 type filterModel struct {
-	conv uint32
-	ring map[uint32]uint32 // sn mod 256 -> the lap of the sn last sent
+	conv    uint32
+	started bool
+	ring    map[uint32]uint32 // sn mod 256 -> the lap of the sn last sent
+	lastSN  uint32            // the highest sn sent, in circular order
 }
 
-func (m *filterModel) filter(p []byte) ([]byte, int) {
+func (m *filterModel) filter(p []byte) ([]byte, resendCounts) {
 	var out []byte
-	held := 0
+	var n resendCounts
 	for len(p) > 0 {
 		seg, rest, ok := turbotunnel.NextKCPSegment(p)
 		if !ok {
@@ -344,20 +370,27 @@ func (m *filterModel) filter(p []byte) ([]byte, int) {
 		}
 		p = rest
 		if seg.Cmd() == turbotunnel.KCPCmdPush {
-			if seg.Conv() != m.conv {
+			sn := seg.SN()
+			if seg.Conv() != m.conv || !m.started {
 				clear(m.ring)
-				m.conv = seg.Conv()
+				m.conv, m.lastSN, m.started = seg.Conv(), sn-1, true
 			}
-			slot, lap := seg.SN()%256, seg.SN()/256%256
+			slot, lap := sn%256, sn/256%256
 			if l, ok := m.ring[slot]; ok && l == lap {
-				held++
+				n.held++
 				continue
 			}
 			m.ring[slot] = lap
+			if int32(sn-m.lastSN) > 0 {
+				m.lastSN = sn
+			} else {
+				n.resent++
+			}
+			n.sent++
 		}
 		out = append(out, seg...)
 	}
-	return out, held
+	return out, n
 }
 
 // TestCarrierHoldsResends runs the filter where the relay runs it, in a
@@ -388,8 +421,8 @@ func TestCarrierHoldsResends(t *testing.T) {
 	}
 	writeAndRead(packet(ack(2), push(1), push(2)), packet(ack(2), push(2)))
 	writeAndRead(ack(3), ack(3)) // nothing of push(1) came between
-	if held := h.r.Stats().ResendsHeld; held != 2 {
-		t.Errorf("ResendsHeld = %d, want 2", held)
+	if st := h.r.Stats(); st.ResendsHeld != 2 || st.ResendsSent != 0 || st.SegmentsSent != 2 {
+		t.Errorf("ResendsHeld, ResendsSent, SegmentsSent = %d, %d, %d; want 2, 0, 2", st.ResendsHeld, st.ResendsSent, st.SegmentsSent)
 	}
 
 	if raceEnabled {
