@@ -303,6 +303,7 @@ func (c *carrier) readLoop() error {
 			c.startWriter()
 		}
 		c.r.stats.carrierIn.Add(uint64(n))
+		c.client.resend.acked((*bp)[:n])
 		c.shard.pconn.QueueIncoming((*bp)[:n], c.idAddr)
 		c.r.pools.packets.Put(bp)
 	}
@@ -451,7 +452,7 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 // withoutHeldResends returns the packet p less the resends the ClientID's
 // resend filter holds back (resend.go), in place.
 func (c *carrier) withoutHeldResends(p []byte) []byte {
-	out, n := c.client.resend.filter(p, c.resendNum, c.r.now())
+	out, n := c.client.resend.filter(p, c.resendNum)
 	if n.sent > 0 {
 		c.r.stats.segmentsSent.Add(uint64(n.sent))
 	}

@@ -26,11 +26,19 @@ import (
 // last transmission and when. A carrier's writer passes every packet
 // through it: a PUSH segment sent before on a carrier that is still alive
 // less than resendHold ago is cut out of the packet (another live carrier
-// of a multipath session would only carry a copy too). The segment goes out
-// again once that carrier has died, or once resendHold has passed, which
-// repairs what a queue dropped. ACKs and window probes and announcements
-// always pass. KCP itself is not touched: it counts a held segment as
-// resent and backs its timeout off, as it would for a lost one.
+// of a multipath session would only carry a copy too), unless the client
+// has since acknowledged a segment that went out later on that carrier:
+// the carrier's path is in order, so the earlier one was dropped on the way
+// (the client's queue was full), and goes out again now. It goes out too
+// once that carrier has died, or once resendHold has passed. ACKs and
+// window probes and announcements always pass. KCP itself is not touched:
+// it counts a held segment as resent and backs its timeout off, as it would
+// for a lost one.
+//
+// Times are KCP's own: a segment's header carries the time of its
+// transmission (ts, ms), and an ACK the time of the transmission it
+// acknowledges, so the filter knows which transmission of a segment
+// arrived and needs no clock of its own.
 
 // resendHold bounds how long a resend is held after the segment's previous
 // transmission: 1 s, pion's lowest retransmission timeout, within which SCTP
@@ -39,8 +47,9 @@ import (
 // the client and its acknowledgement to come back, one for the queues on
 // the way. The round trip is KCP's, which grows during SCTP's stalls (the
 // acknowledgements of the waiting segments come late), so the hold grows
-// with them. At most maxResendHold: a segment a queue dropped waits no
-// longer than that for its repair.
+// with them. At most maxResendHold: a segment lost where the filter cannot
+// see it (in the last segments of a burst, with nothing after it to be
+// acknowledged) waits no longer than that for its repair.
 func resendHold(srtt time.Duration) time.Duration {
 	return min(minResendHold+2*srtt, maxResendHold)
 }
@@ -48,47 +57,56 @@ func resendHold(srtt time.Duration) time.Duration {
 const (
 	minResendHold = time.Second
 	maxResendHold = 4 * time.Second
-	// resendTickShift sets the unit of the filter's clock, 2^24 ns (about
-	// 17 ms): an entry's time fits 16 bits and wraps after 18 minutes, far
-	// beyond any segment's life in a send window.
-	resendTickShift = 24
+	// resendTickShift sets the unit of the filter's times, KCP's
+	// milliseconds over 2^4: an entry's time fits 16 bits and wraps after
+	// 17 minutes, far beyond any segment's life in a send window.
+	resendTickShift = 4
 	// maxCarrierNum is the highest carrier number: numbers are one byte,
 	// and 0 marks an empty entry.
 	maxCarrierNum = 255
+	// deliveredSlots is how many carriers' latest acknowledged
+	// transmissions the filter remembers: a client uses one proxy at a
+	// time, or a few at once.
+	deliveredSlots = 4
 )
 
-// resendClock converts the relay's clock to the filter's.
-func resendClock(t clock) uint16 { return uint16(t >> resendTickShift) }
+// resendTime converts KCP's time (ms) to the filter's.
+func resendTime(ts uint32) uint16 { return uint16(ts >> resendTickShift) }
 
-// resendTicks converts a duration to the filter's clock units, rounded up.
+// resendTicks converts a duration to the filter's time units, rounded up.
 func resendTicks(d time.Duration) uint16 {
-	return uint16((d + 1<<resendTickShift - 1) >> resendTickShift)
+	return uint16((d.Milliseconds() + 1<<resendTickShift - 1) >> resendTickShift)
 }
 
 // resendFilter is one ClientID's record of the carriers that took its
 // session's segments. Its size is fixed but for the ring, 4 bytes per
-// segment of the largest send window the session has had (resizeRing), not
+// segment of the largest send window the session has had (update), not
 // allocated until the session sends: TestResendFilterSize states it.
 type resendFilter struct {
 	mu      sync.Mutex
 	conv    uint32 // the KCP conversation the ring is about
 	started bool   // conv and lastSN are set
 	// ring holds, at sn mod len(ring), an entry for the last segment with
-	// such a number that went out on a carrier; nil until resizeRing.
+	// such a number that went out on a carrier; nil until update.
 	ring []resendEntry
 	// lapShift is log2(len(ring)): sn>>lapShift is the segment's lap.
 	lapShift uint8
 	// lastSN is the highest sn recorded (in sn's circular order), from
 	// which a growing ring recovers the sn of its entries.
 	lastSN  uint32
-	hold    uint16    // resendHold in the filter's clock units
+	hold    uint16    // resendHold in the filter's time units
 	live    [4]uint64 // bit n: carrier number n is alive
 	lastNum uint8     // the carrier number last handed out
+	// deliveredNum[i] is a carrier number (0: none) and deliveredAt[i]
+	// the time of the latest transmission on it that the client
+	// acknowledged: what went out on it before was delivered or dropped.
+	deliveredNum [deliveredSlots]uint8
+	deliveredAt  [deliveredSlots]uint16
 }
 
 // A resendEntry packs the segment's lap (8 bits), the carrier number that
 // took its last transmission (8 bits, 0 for none) and the time it did
-// (16 bits, the filter's clock).
+// (16 bits, resendTime).
 type resendEntry uint32
 
 func newResendEntry(lap, num uint8, at uint16) resendEntry {
@@ -113,6 +131,7 @@ func (f *resendFilter) addCarrier() uint8 {
 		}
 		if !f.alive(f.lastNum) {
 			f.live[f.lastNum/64] |= 1 << (f.lastNum % 64)
+			f.forgetDelivered(f.lastNum)
 			return f.lastNum
 		}
 	}
@@ -124,7 +143,55 @@ func (f *resendFilter) addCarrier() uint8 {
 func (f *resendFilter) dropCarrier(num uint8) {
 	f.mu.Lock()
 	f.live[num/64] &^= 1 << (num % 64)
+	f.forgetDelivered(num)
 	f.mu.Unlock()
+}
+
+// forgetDelivered clears what was acknowledged of carrier number num; f.mu
+// is held.
+func (f *resendFilter) forgetDelivered(num uint8) {
+	for i, n := range f.deliveredNum {
+		if n == num {
+			f.deliveredNum[i] = 0
+		}
+	}
+}
+
+// markDelivered records that the client acknowledged a transmission on
+// carrier number num at time at; f.mu is held. A carrier without a slot
+// takes an empty one, or that of a dead carrier, or else the one with the
+// oldest time.
+func (f *resendFilter) markDelivered(num uint8, at uint16) {
+	for i, n := range f.deliveredNum {
+		if n == num {
+			if int16(at-f.deliveredAt[i]) > 0 {
+				f.deliveredAt[i] = at
+			}
+			return
+		}
+	}
+	slot := 0
+	for i, n := range f.deliveredNum {
+		if n == 0 || !f.alive(n) {
+			slot = i
+			break
+		}
+		if int16(f.deliveredAt[slot]-f.deliveredAt[i]) > 0 {
+			slot = i
+		}
+	}
+	f.deliveredNum[slot], f.deliveredAt[slot] = num, at
+}
+
+// deliveredAfter reports whether the client acknowledged a transmission on
+// carrier number num made after time at; f.mu is held.
+func (f *resendFilter) deliveredAfter(num uint8, at uint16) bool {
+	for i, n := range f.deliveredNum {
+		if n == num && int16(f.deliveredAt[i]-at) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // alive reports whether carrier number num is alive; f.mu is held.
@@ -180,17 +247,16 @@ type resendCounts struct {
 	sent   int // all let through, first transmissions and resends
 }
 
-// filter removes from the KCP packet p, taken by carrier number num at
-// time now, the PUSH segments whose resend is held, records the others,
+// filter removes from the KCP packet p, taken by carrier number num, the
+// PUSH segments whose resend is held, records the others,
 // and returns what remains of p (in place: it allocates nothing), empty if
 // nothing does. A packet that does not parse is left as it is from the
 // first segment that does not; it reaches the client's KCP as it would
 // have without the filter.
-func (f *resendFilter) filter(p []byte, num uint8, now clock) (out []byte, n resendCounts) {
+func (f *resendFilter) filter(p []byte, num uint8) (out []byte, n resendCounts) {
 	if num == 0 {
 		return p, n
 	}
-	at := resendClock(now)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ring == nil {
@@ -214,7 +280,8 @@ func (f *resendFilter) filter(p []byte, num uint8, now clock) (out []byte, n res
 			}
 			slot := &f.ring[sn&mask]
 			lap := uint8(sn >> f.lapShift)
-			if e := *slot; !e.empty() && e.lap() == lap && f.alive(e.num()) && at-e.at() < f.hold {
+			at := resendTime(seg.TS())
+			if e := *slot; !e.empty() && e.lap() == lap && f.alive(e.num()) && at-e.at() < f.hold && !f.deliveredAfter(e.num(), e.at()) {
 				n.held++
 				continue
 			}
@@ -235,4 +302,31 @@ func (f *resendFilter) filter(p []byte, num uint8, now clock) (out []byte, n res
 		}
 	}
 	return out, n
+}
+
+// acked reads the ACKs in p, a KCP packet from the client: each one that
+// acknowledges the last transmission of its segment tells that the
+// carrier which took it delivered everything it took before.
+func (f *resendFilter) acked(p []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ring == nil || !f.started {
+		return
+	}
+	mask := uint32(len(f.ring) - 1)
+	for {
+		seg, rest, ok := turbotunnel.NextKCPSegment(p)
+		if !ok {
+			return
+		}
+		p = rest
+		if seg.Cmd() != turbotunnel.KCPCmdAck || seg.Conv() != f.conv {
+			continue
+		}
+		sn := seg.SN()
+		e := f.ring[sn&mask]
+		if !e.empty() && e.lap() == uint8(sn>>f.lapShift) && e.at() == resendTime(seg.TS()) && f.alive(e.num()) {
+			f.markDelivered(e.num(), e.at())
+		}
+	}
 }

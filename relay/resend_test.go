@@ -28,19 +28,45 @@ func ack(sn uint32) []byte  { return kcpSeg(7, turbotunnel.KCPCmdAck, sn, "") }
 // packet joins segments into one KCP packet.
 func packet(segs ...[]byte) []byte { return bytes.Join(segs, nil) }
 
-// newTestFilter returns a filter for a window of wnd segments and a
-// round trip of 100 ms, and the time at which to start.
-func newTestFilter(wnd int) (*resendFilter, clock) {
-	f := &resendFilter{}
-	f.update(100*time.Millisecond, wnd)
-	return f, clock(time.Hour)
+// ackAt is an ACK of the transmission of sn made at ts (KCP's ms).
+func ackAt(sn, ts uint32) []byte {
+	b := ack(sn)
+	binary.LittleEndian.PutUint32(b[8:12], ts)
+	return b
 }
 
-// pass runs p (a copy) through f and fails unless want comes out.
-func pass(t *testing.T, f *resendFilter, p []byte, num uint8, now clock, want []byte) {
+// stamp sets the time of every whole segment of p to ts (ms), as KCP
+// does when it sends them, and returns p.
+func stamp(p []byte, ts uint32) []byte {
+	rest := p
+	for {
+		seg, next, ok := turbotunnel.NextKCPSegment(rest)
+		if !ok {
+			return p
+		}
+		binary.LittleEndian.PutUint32(seg[8:12], ts)
+		rest = next
+	}
+}
+
+// ms converts d to KCP's milliseconds.
+func ms(d time.Duration) uint32 { return uint32(d.Milliseconds()) }
+
+// newTestFilter returns a filter for a window of wnd segments and a
+// round trip of 100 ms, and the time (KCP's ms) at which to start.
+func newTestFilter(wnd int) (*resendFilter, uint32) {
+	f := &resendFilter{}
+	f.update(100*time.Millisecond, wnd)
+	return f, ms(time.Hour)
+}
+
+// pass runs p (a copy), sent at now, through f and fails unless want
+// comes out.
+func pass(t *testing.T, f *resendFilter, p []byte, num uint8, now uint32, want []byte) {
 	t.Helper()
-	in := bytes.Clone(p)
-	out, n := f.filter(in, num, now)
+	in := stamp(bytes.Clone(p), now)
+	want = stamp(bytes.Clone(want), now)
+	out, n := f.filter(in, num)
 	if !bytes.Equal(out, want) {
 		t.Fatalf("filter(%x) on carrier %d = %x, want %x", p, num, out, want)
 	}
@@ -73,7 +99,7 @@ func TestResendFilterCounts(t *testing.T) {
 	a, b := f.addCarrier(), f.addCarrier()
 	count := func(p []byte, num uint8, want resendCounts) {
 		t.Helper()
-		if _, n := f.filter(p, num, now); n != want {
+		if _, n := f.filter(stamp(p, now), num); n != want {
 			t.Fatalf("counts %+v, want %+v", n, want)
 		}
 	}
@@ -89,11 +115,11 @@ func TestResendFilterHoldsWhileCarrierAlive(t *testing.T) {
 	a := f.addCarrier()
 	pass(t, f, push(1), a, now, push(1))
 	// KCP's timeout fires: the carrier took it and is alive.
-	now += clock(300 * time.Millisecond)
+	now += ms(300 * time.Millisecond)
 	pass(t, f, push(1), a, now, nil)
 	// Held again later, still within the hold (1 s + 2 × 100 ms) of the
 	// first transmission: a held resend does not move the time.
-	now += clock(800 * time.Millisecond)
+	now += ms(800 * time.Millisecond)
 	pass(t, f, push(1), a, now, nil)
 	// An ACK beside it goes out alone.
 	pass(t, f, packet(ack(9), push(1)), a, now, ack(9))
@@ -105,10 +131,10 @@ func TestResendFilterReleasesWhenCarrierDies(t *testing.T) {
 	b := f.addCarrier()
 	pass(t, f, packet(push(1), push(2)), a, now, packet(push(1), push(2)))
 	f.dropCarrier(a)
-	now += clock(200 * time.Millisecond)
+	now += ms(200 * time.Millisecond)
 	pass(t, f, push(1), b, now, push(1))
 	// The release went out on b, which is alive: the next resend is held.
-	pass(t, f, push(1), b, now+clock(200*time.Millisecond), nil)
+	pass(t, f, push(1), b, now+ms(200*time.Millisecond), nil)
 	// A carrier's end may be reported twice.
 	f.dropCarrier(a)
 	pass(t, f, push(2), b, now, push(2))
@@ -119,10 +145,10 @@ func TestResendFilterReleasesAfterHold(t *testing.T) {
 	a := f.addCarrier()
 	pass(t, f, push(5), a, now, push(5))
 	hold := resendHold(100 * time.Millisecond)
-	pass(t, f, push(5), a, now+clock(hold-50*time.Millisecond), nil)
-	now += clock(hold + 20*time.Millisecond)
+	pass(t, f, push(5), a, now+ms(hold-50*time.Millisecond), nil)
+	now += ms(hold + 20*time.Millisecond)
 	pass(t, f, push(5), a, now, push(5)) // a queue may have dropped it
-	pass(t, f, push(5), a, now+clock(time.Millisecond), nil)
+	pass(t, f, push(5), a, now+ms(time.Millisecond), nil)
 }
 
 func TestResendHoldFollowsRoundTrip(t *testing.T) {
@@ -141,7 +167,69 @@ func TestResendHoldFollowsRoundTrip(t *testing.T) {
 	a := f.addCarrier()
 	pass(t, f, push(1), a, now, push(1))
 	f.update(time.Second, 64)
-	pass(t, f, push(1), a, now+clock(2*time.Second), nil)
+	pass(t, f, push(1), a, now+ms(2*time.Second), nil)
+}
+
+func TestResendFilterReleasesWhatAQueueDropped(t *testing.T) {
+	f, now := newTestFilter(64)
+	a, b := f.addCarrier(), f.addCarrier()
+	pass(t, f, push(1), a, now, push(1))
+	pass(t, f, push(2), a, now+ms(40*time.Millisecond), push(2))
+	pass(t, f, push(3), b, now+ms(80*time.Millisecond), push(3))
+	later := now + ms(300*time.Millisecond)
+	// An ACK of an earlier transmission of 2 says nothing of 1, nor does
+	// one for another carrier, nor one within the same tick of the time.
+	f.acked(ackAt(2, now))
+	f.acked(ackAt(3, now+ms(80*time.Millisecond)))
+	f.acked(kcpSeg(9, turbotunnel.KCPCmdAck, 2, "")) // another conversation
+	pass(t, f, push(1), a, later, nil)
+	// The client acknowledged 2, which went out on a after 1: a's path is
+	// in order, so 1 was dropped on the way.
+	f.acked(packet(push(7), ackAt(2, now+ms(40*time.Millisecond))))
+	pass(t, f, push(1), a, later, push(1))
+	// Its new transmission is held in turn.
+	pass(t, f, push(1), a, later+ms(100*time.Millisecond), nil)
+	// 3, on b, is held: nothing later on b was acknowledged.
+	pass(t, f, push(3), a, later, nil)
+	// A carrier's end forgets what it delivered: its number, handed out
+	// again, starts afresh.
+	f.dropCarrier(a)
+	pass(t, f, push(4), b, later, push(4))
+	pass(t, f, push(5), b, later+ms(40*time.Millisecond), push(5))
+	f.acked(ackAt(5, later+ms(40*time.Millisecond)))
+	pass(t, f, push(4), b, later+ms(300*time.Millisecond), push(4))
+}
+
+func TestResendFilterDeliveredSlots(t *testing.T) {
+	f, now := newTestFilter(64)
+	var nums []uint8
+	sendTwo := func(n uint8, sn, at uint32) {
+		t.Helper()
+		pass(t, f, push(sn), n, at, push(sn))
+		pass(t, f, push(sn+1), n, at+ms(40*time.Millisecond), push(sn+1))
+		f.acked(ackAt(sn+1, at+ms(40*time.Millisecond)))
+	}
+	for i := range deliveredSlots + 2 {
+		n := f.addCarrier()
+		nums = append(nums, n)
+		sendTwo(n, uint32(10*i), now+uint32(i)*ms(50*time.Millisecond))
+	}
+	// The last carriers took the slots of those acknowledged longest ago;
+	// their dropped segments still go out at once, the first ones' wait.
+	later := now + ms(time.Second)
+	for i, n := range nums {
+		sn := uint32(10 * i)
+		var want []byte
+		if i >= 2 {
+			want = push(sn)
+		}
+		pass(t, f, push(sn), n, later, want)
+	}
+	// A dead carrier's slot goes first.
+	f.dropCarrier(nums[3])
+	c := f.addCarrier()
+	sendTwo(c, 60, later)
+	pass(t, f, push(60), c, later+ms(100*time.Millisecond), push(60))
 }
 
 func TestResendFilterMultipath(t *testing.T) {
@@ -153,7 +241,7 @@ func TestResendFilterMultipath(t *testing.T) {
 	pass(t, f, push(1), a, now, push(1))
 	pass(t, f, push(2), b, now, push(2))
 	// Resent through the other carrier while the first is alive: a copy.
-	now += clock(300 * time.Millisecond)
+	now += ms(300 * time.Millisecond)
 	pass(t, f, push(1), b, now, nil)
 	pass(t, f, push(2), a, now, nil)
 	f.dropCarrier(b)
@@ -292,14 +380,15 @@ func TestResendFilterCarrierNumbers(t *testing.T) {
 func TestResendFilterAllocs(t *testing.T) {
 	f, now := newTestFilter(1024)
 	a := f.addCarrier()
-	p := packet(ack(1), push(1), push(2))
+	p := stamp(packet(ack(1), push(1), push(2)), now)
 	buf := make([]byte, len(p))
 	sn := uint32(3)
 	got := testing.AllocsPerRun(1000, func() {
 		copy(buf, p)
-		f.filter(buf, a, now) // held
+		f.filter(buf, a) // held
 		binary.LittleEndian.PutUint32(buf[turbotunnel.KCPHeaderLen+12:], sn)
-		f.filter(buf, a, now) // a new one passes
+		f.filter(buf, a) // a new one passes
+		f.acked(p)
 		sn++
 	})
 	if got != 0 {
@@ -320,7 +409,7 @@ func TestResendFilterSize(t *testing.T) {
 	largest := uintptr(len(f.ring)) * entry
 	t.Logf("resend filter per ClientID: %d bytes, ring %d bytes at the first window (%d segments), %d at the largest (%d)",
 		fixed, first, initialSendWindow, largest, maxSendWindow)
-	if fixed > 96 || entry != 4 || first > 256 || largest > 32<<10 {
+	if fixed > 112 || entry != 4 || first > 256 || largest > 32<<10 {
 		t.Errorf("resend filter grew: %d bytes fixed, %d per entry, ring %d and %d bytes", fixed, entry, first, largest)
 	}
 }
@@ -337,15 +426,48 @@ func FuzzResendFilter(f *testing.F) {
 	f.Add(append(push(4), 0, 1, 2))
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, p []byte) {
-		rf, now := newTestFilter(256)
+		rf, _ := newTestFilter(256)
 		a := rf.addCarrier()
-		m := &filterModel{ring: map[uint32]uint32{}}
+		m := &filterModel{ring: map[uint32][2]uint32{}}
 		for i := range 2 {
-			out, n := rf.filter(bytes.Clone(p), a, now+clock(i))
-			want, wantN := m.filter(p)
+			out, n := rf.filter(bytes.Clone(p), a)
+			want, wantN := m.filter(p, rf.hold)
 			if !bytes.Equal(out, want) || n != wantN {
 				t.Fatalf("pass %d of %x: %x (%+v), want %x (%+v)", i, p, out, n, want, wantN)
 			}
+		}
+	})
+}
+
+// FuzzResendFilterAcked sends a packet, reads arbitrary ACKs from the
+// client, and sends the packet again: nothing panics, and what goes out
+// is the packet less some of its PUSH segments.
+func FuzzResendFilterAcked(f *testing.F) {
+	f.Add(packet(push(1), push(2)), ackAt(2, 0))
+	f.Add(packet(ack(1), push(1)), packet(ackAt(1, 0), push(3), ackAt(1, 5)))
+	f.Add([]byte{1}, []byte{2})
+	f.Fuzz(func(t *testing.T, out, in []byte) {
+		rf, _ := newTestFilter(256)
+		a := rf.addCarrier()
+		rf.filter(bytes.Clone(out), a)
+		rf.acked(in)
+		got, _ := rf.filter(bytes.Clone(out), a)
+		rest := got
+		p := out
+		for {
+			seg, next, ok := turbotunnel.NextKCPSegment(p)
+			if !ok {
+				break
+			}
+			p = next
+			if bytes.HasPrefix(rest, seg) {
+				rest = rest[len(seg):]
+			} else if seg.Cmd() != turbotunnel.KCPCmdPush {
+				t.Fatalf("%x became %x: a segment other than PUSH went missing", out, got)
+			}
+		}
+		if !bytes.Equal(rest, p) {
+			t.Fatalf("%x became %x", out, got)
 		}
 	})
 }
@@ -355,11 +477,11 @@ func FuzzResendFilter(f *testing.F) {
 type filterModel struct {
 	conv    uint32
 	started bool
-	ring    map[uint32]uint32 // sn mod 256 -> the lap of the sn last sent
+	ring    map[uint32][2]uint32 // sn mod 256 -> the lap of the sn last sent, and when
 	lastSN  uint32            // the highest sn sent, in circular order
 }
 
-func (m *filterModel) filter(p []byte) ([]byte, resendCounts) {
+func (m *filterModel) filter(p []byte, hold uint16) ([]byte, resendCounts) {
 	var out []byte
 	var n resendCounts
 	for len(p) > 0 {
@@ -375,12 +497,12 @@ func (m *filterModel) filter(p []byte) ([]byte, resendCounts) {
 				clear(m.ring)
 				m.conv, m.lastSN, m.started = seg.Conv(), sn-1, true
 			}
-			slot, lap := sn%256, sn/256%256
-			if l, ok := m.ring[slot]; ok && l == lap {
+			slot, lap, at := sn%256, sn/256%256, seg.TS()>>4
+			if e, ok := m.ring[slot]; ok && e[0] == lap && uint16(at-e[1]) < hold {
 				n.held++
 				continue
 			}
-			m.ring[slot] = lap
+			m.ring[slot] = [2]uint32{lap, at}
 			if int32(sn-m.lastSN) > 0 {
 				m.lastSN = sn
 			} else {
