@@ -319,6 +319,7 @@ func (r *Relay) startSession(s *session) (netip.Addr, bool) {
 	}
 	st.session = s
 	s.resend = &st.resend
+	r.shardFor(s.id).filters.add(s.id, s.resend)
 	st.admitted.Store(true)
 	if st.carriers <= 0 {
 		r.startAbsence(s)
@@ -333,6 +334,7 @@ func (r *Relay) endSession(s *session) {
 	r.endAbsence(s)
 	st := r.clients[s.id]
 	if st != nil && st.session == s {
+		r.shardFor(s.id).filters.remove(s.id)
 		st.session = nil
 		// A new session needs a new admission.
 		st.admitted.Store(false)

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"math/bits"
+	"net"
 	"sync"
 	"time"
 
@@ -257,12 +258,28 @@ func (f *resendFilter) filter(p []byte, num uint8) (out []byte, n resendCounts) 
 	if num == 0 {
 		return p, n
 	}
+	return f.cut(p, num)
+}
+
+// holdBack is filter for a packet KCP is about to queue for the client,
+// before any carrier takes it: it removes the resends that are held, and
+// records nothing. A carrier's writer may hold back more (filter): what
+// went out before may still have been queued here. Held resends would
+// otherwise fill the client's queue while its carrier waits for the
+// proxy, and crowd out new segments and ACKs (the queue drops what does
+// not fit).
+func (f *resendFilter) holdBack(p []byte) (out []byte, held int) {
+	out, n := f.cut(p, 0)
+	return out, n.held
+}
+
+// cut is filter, and holdBack with num 0.
+func (f *resendFilter) cut(p []byte, num uint8) (out []byte, n resendCounts) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ring == nil {
 		return p, n
 	}
-	mask := uint32(len(f.ring) - 1)
 	out = p[:0]
 	rest := p
 	for len(rest) > 0 {
@@ -271,29 +288,9 @@ func (f *resendFilter) filter(p []byte, num uint8) (out []byte, n resendCounts) 
 			seg, next = turbotunnel.KCPSegment(rest), nil
 		}
 		rest = next
-		if ok && seg.Cmd() == turbotunnel.KCPCmdPush {
-			sn := seg.SN()
-			if conv := seg.Conv(); conv != f.conv || !f.started {
-				// A new session for the ClientID: forget the old one's.
-				clear(f.ring)
-				f.conv, f.lastSN, f.started = conv, sn-1, true
-			}
-			slot := &f.ring[sn&mask]
-			lap := uint8(sn >> f.lapShift)
-			at := resendTime(seg.TS())
-			if e := *slot; !e.empty() && e.lap() == lap && f.alive(e.num()) && at-e.at() < f.hold && !f.deliveredAfter(e.num(), e.at()) {
-				n.held++
-				continue
-			}
-			*slot = newResendEntry(lap, num, at)
-			// KCP numbers new segments in order, so one not above every
-			// number sent is a resend.
-			if int32(sn-f.lastSN) > 0 {
-				f.lastSN = sn
-			} else {
-				n.resent++
-			}
-			n.sent++
+		if ok && seg.Cmd() == turbotunnel.KCPCmdPush && !f.push(seg, num, &n) {
+			n.held++
+			continue
 		}
 		if n.held == 0 {
 			out = p[:len(out)+len(seg)] // nothing cut yet: it is in place
@@ -302,6 +299,40 @@ func (f *resendFilter) filter(p []byte, num uint8) (out []byte, n resendCounts) 
 		}
 	}
 	return out, n
+}
+
+// push decides on the PUSH segment seg: false if its resend is held.
+// Unless num is 0, it records the segment as taken by carrier number num
+// and counts it in n. f.mu is held, f.ring is not nil.
+func (f *resendFilter) push(seg turbotunnel.KCPSegment, num uint8, n *resendCounts) bool {
+	sn, conv := seg.SN(), seg.Conv()
+	if conv != f.conv || !f.started {
+		if num == 0 {
+			return true // not the conversation the ring is about
+		}
+		// A new session for the ClientID: forget the old one's.
+		clear(f.ring)
+		f.conv, f.lastSN, f.started = conv, sn-1, true
+	}
+	slot := &f.ring[sn&uint32(len(f.ring)-1)]
+	lap := uint8(sn >> f.lapShift)
+	at := resendTime(seg.TS())
+	if e := *slot; !e.empty() && e.lap() == lap && f.alive(e.num()) && at-e.at() < f.hold && !f.deliveredAfter(e.num(), e.at()) {
+		return false
+	}
+	if num == 0 {
+		return true
+	}
+	*slot = newResendEntry(lap, num, at)
+	// KCP numbers new segments in order, so one not above every number
+	// sent is a resend.
+	if int32(sn-f.lastSN) > 0 {
+		f.lastSN = sn
+	} else {
+		n.resent++
+	}
+	n.sent++
+	return true
 }
 
 // acked reads the ACKs in p, a KCP packet from the client: each one that
@@ -329,4 +360,39 @@ func (f *resendFilter) acked(p []byte) {
 			f.markDelivered(e.num(), e.at())
 		}
 	}
+}
+
+// resendFilters are the resend filters of a shard's ClientIDs that have a
+// live session, which the shard's packet conn applies (holdBack) before it
+// queues a packet.
+type resendFilters struct {
+	mu sync.RWMutex
+	m  map[turbotunnel.ClientID]*resendFilter // guarded by mu
+}
+
+func (s *resendFilters) add(id turbotunnel.ClientID, f *resendFilter) {
+	s.mu.Lock()
+	if s.m == nil {
+		s.m = make(map[turbotunnel.ClientID]*resendFilter)
+	}
+	s.m[id] = f
+	s.mu.Unlock()
+}
+
+func (s *resendFilters) remove(id turbotunnel.ClientID) {
+	s.mu.Lock()
+	delete(s.m, id)
+	s.mu.Unlock()
+}
+
+// get returns the filter of the ClientID of addr, nil if none.
+func (s *resendFilters) get(addr net.Addr) *resendFilter {
+	id, ok := turbotunnel.ClientIDFromAddr(addr)
+	if !ok {
+		return nil
+	}
+	s.mu.RLock()
+	f := s.m[id]
+	s.mu.RUnlock()
+	return f
 }

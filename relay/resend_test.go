@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -230,6 +231,80 @@ func TestResendFilterDeliveredSlots(t *testing.T) {
 	c := f.addCarrier()
 	sendTwo(c, 60, later)
 	pass(t, f, push(60), c, later+ms(100*time.Millisecond), push(60))
+}
+
+func TestResendFilterHoldBack(t *testing.T) {
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	pass(t, f, push(1), a, now, push(1))
+	later := now + ms(300*time.Millisecond)
+	holdBack := func(p, want []byte) {
+		t.Helper()
+		out, held := f.holdBack(stamp(bytes.Clone(p), later))
+		if want = stamp(bytes.Clone(want), later); !bytes.Equal(out, want) {
+			t.Fatalf("holdBack(%x) = %x, want %x", p, out, want)
+		}
+		if held != countSegs(p, false)-countSegs(want, false) {
+			t.Fatalf("held %d", held)
+		}
+	}
+	holdBack(packet(ack(1), push(1), push(2)), packet(ack(1), push(2)))
+	// It records nothing: 2 is new to the carrier's writer.
+	pass(t, f, push(2), a, later, push(2))
+	// Nor does another conversation reset the record.
+	other := kcpSeg(8, turbotunnel.KCPCmdPush, 1, "x")
+	holdBack(other, other)
+	holdBack(push(1), nil)
+}
+
+func TestShardConnHoldsBack(t *testing.T) {
+	pconn := turbotunnel.NewQueuePacketConn(shardAddr(0), time.Minute, turbotunnel.MTU)
+	defer pconn.Close()
+	var filters resendFilters
+	var held, silentDrops atomic.Uint64
+	conn := shardConn{pconn, &silentSet{}, &silentDrops, &filters, &held}
+	id := turbotunnel.NewClientID()
+	addr := id.Addr()
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	pass(t, f, push(1), a, now, push(1))
+	filters.add(id, f)
+
+	write := func(p []byte) {
+		t.Helper()
+		if n, err := conn.WriteTo(stamp(p, now), addr); n != len(p) || err != nil {
+			t.Fatalf("WriteTo = %d, %v; want %d, nil", n, err, len(p))
+		}
+	}
+	write(push(1))                 // held: nothing queued
+	write(packet(ack(3), push(1))) // the ACK alone
+	write(push(2))
+	queue := pconn.OutgoingQueue(addr)
+	for _, want := range [][]byte{stamp(ack(3), now), stamp(push(2), now)} {
+		select {
+		case p := <-queue:
+			if !bytes.Equal(p, want) {
+				t.Fatalf("queued %x, want %x", p, want)
+			}
+			pconn.Restore(p)
+		default:
+			t.Fatalf("nothing queued, want %x", want)
+		}
+	}
+	select {
+	case p := <-queue:
+		t.Fatalf("queued %x besides", p)
+	default:
+	}
+	if held.Load() != 2 {
+		t.Errorf("held %d, want 2", held.Load())
+	}
+	// Once the session has ended, packets pass as they are.
+	filters.remove(id)
+	write(push(1))
+	if p := <-queue; !bytes.Equal(p, stamp(push(1), now)) {
+		t.Fatalf("queued %x, want %x", p, push(1))
+	}
 }
 
 func TestResendFilterMultipath(t *testing.T) {
@@ -478,7 +553,7 @@ type filterModel struct {
 	conv    uint32
 	started bool
 	ring    map[uint32][2]uint32 // sn mod 256 -> the lap of the sn last sent, and when
-	lastSN  uint32            // the highest sn sent, in circular order
+	lastSN  uint32               // the highest sn sent, in circular order
 }
 
 func (m *filterModel) filter(p []byte, hold uint16) ([]byte, resendCounts) {
