@@ -24,8 +24,10 @@ import (
 //
 // So each ClientID has a resendFilter that remembers, for each segment
 // number in the session's send window, which carrier took the segment's
-// last transmission and when. A carrier's writer passes every packet
-// through it: a PUSH segment sent before on a carrier that is still alive
+// last transmission and when. The shard's packet conn passes every packet
+// KCP writes through it before it is queued (holdBack), and a carrier's
+// writer again when it takes one (filter), which records where it went: a
+// PUSH segment sent before on a carrier that is still alive
 // less than resendHold ago is cut out of the packet (another live carrier
 // of a multipath session would only carry a copy too), unless the client
 // has since acknowledged a segment that went out later on that carrier:
