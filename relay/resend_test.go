@@ -648,3 +648,29 @@ func TestCarrierHoldsResends(t *testing.T) {
 		t.Errorf("ResendsHeld = %d, want %d", held, want)
 	}
 }
+
+// TestCarrierEndReleasesResends checks the wiring of a carrier's end: its
+// number is marked dead, so that what it took goes out again.
+func TestCarrierEndReleasesResends(t *testing.T) {
+	h := newAllocHarness(t)
+	st := h.clientState(t)
+	st.resend.mu.Lock()
+	num := st.resend.lastNum
+	alive := st.resend.alive(num)
+	st.resend.mu.Unlock()
+	if num == 0 || !alive {
+		t.Fatalf("the harness's carrier has number %d, alive %v", num, alive)
+	}
+	h.peer.Close()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		st.resend.mu.Lock()
+		alive = st.resend.alive(num)
+		st.resend.mu.Unlock()
+		if !alive {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("carrier number still alive a minute after its proxy went")
+		}
+	}
+}
