@@ -129,8 +129,11 @@ func TestChainLossyDownload(t *testing.T) {
 // opening to its last byte; drops counts the bottleneck's queue overflows,
 // relay-drops the packets the relay's own queues dropped (a client's
 // outgoing queue full), retx% the datagrams the proxy sent beyond one per
-// 1 160 bytes (SACKs included) and kcp-retx% the KCP segments sent again
-// (by the relay, nearly all) over all segments sent.
+// 1 160 bytes (SACKs included), kcp-retx% the KCP segments that KCP sent
+// again over all segments KCP sent (the client's and the relay's, ACKs
+// included), and relay-resent% the relay's data segments that went to
+// carriers again over all it sent there, relay-held% the resends it held
+// back over the same (relay.Stats).
 func BenchmarkLossyDownload(b *testing.B) {
 	for _, p := range lossyPaths {
 		b.Run(p.name, func(b *testing.B) {
@@ -149,7 +152,7 @@ func BenchmarkLossyDownload(b *testing.B) {
 			var downloads int
 			before := udp.OutStats()
 			kcpBefore := kcp.DefaultSnmp.Copy()
-			relayBefore := r.Stats().QueueDrops
+			relayBefore := r.Stats()
 			for b.Loop() {
 				start := time.Now()
 				conn := dialer()
@@ -160,13 +163,18 @@ func BenchmarkLossyDownload(b *testing.B) {
 			}
 			out := udp.OutStats()
 			kcpAfter := kcp.DefaultSnmp.Copy()
+			relayAfter := r.Stats()
 			if segs := kcpAfter.OutSegs - kcpBefore.OutSegs; segs > 0 {
 				b.ReportMetric(100*float64(kcpAfter.RetransSegs-kcpBefore.RetransSegs)/float64(segs), "kcp-retx%")
+			}
+			if sent := relayAfter.SegmentsSent - relayBefore.SegmentsSent; sent > 0 {
+				b.ReportMetric(100*float64(relayAfter.ResendsSent-relayBefore.ResendsSent)/float64(sent), "relay-resent%")
+				b.ReportMetric(100*float64(relayAfter.ResendsHeld-relayBefore.ResendsHeld)/float64(sent), "relay-held%")
 			}
 			mb := float64(size) * float64(downloads) / 1e6
 			b.ReportMetric(mb/elapsed.Seconds(), "MB/s")
 			b.ReportMetric(float64(out.Overflowed-before.Overflowed), "drops")
-			b.ReportMetric(float64(r.Stats().QueueDrops-relayBefore), "relay-drops")
+			b.ReportMetric(float64(relayAfter.QueueDrops-relayBefore.QueueDrops), "relay-drops")
 			sent := float64(out.Sent - before.Sent)
 			b.ReportMetric(100*(sent/(float64(size)*float64(downloads)/1160)-1), "retx%")
 			if !chaintest.Quiet(b) {

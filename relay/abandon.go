@@ -81,11 +81,14 @@ func (s *silentSet) has(addr net.Addr) bool {
 
 // shardConn is the packet conn under a shard's KCP listener: its
 // QueuePacketConn, except that packets for silent ClientIDs are dropped
-// (and counted) before they are copied.
+// (and counted) before they are copied, and resends that are held back
+// are cut out of packets before they are queued (resend.go).
 type shardConn struct {
 	*turbotunnel.QueuePacketConn
 	silent  *silentSet
 	dropped *atomic.Uint64
+	filters *resendFilters
+	held    *atomic.Uint64
 }
 
 func (c shardConn) WriteTo(p []byte, addr net.Addr) (int, error) {
@@ -93,7 +96,21 @@ func (c shardConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		c.dropped.Add(1)
 		return len(p), nil
 	}
-	return c.QueuePacketConn.WriteTo(p, addr)
+	f := c.filters.get(addr)
+	if f == nil {
+		return c.QueuePacketConn.WriteTo(p, addr)
+	}
+	// kcp-go's buffer, which it reuses once this returns: cut in place.
+	out, held := f.holdBack(p)
+	if held > 0 {
+		c.held.Add(uint64(held))
+	}
+	if len(out) > 0 {
+		if _, err := c.QueuePacketConn.WriteTo(out, addr); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
 }
 
 // startAbsence starts the clock of s, whose ClientID has just lost its last

@@ -32,6 +32,7 @@ const allocRuns = 500
 // are the carrier's, not kcp-go's. The proxy end is the raw TCP connection
 // under a WebSocket, speaking frames directly, so it allocates nothing.
 type allocHarness struct {
+	r     *Relay
 	id    net.Addr // the address the carrier tags its packets with
 	pconn *turbotunnel.QueuePacketConn
 	peer  net.Conn
@@ -69,7 +70,7 @@ func newAllocHarness(tb testing.TB) *allocHarness {
 		tb.Fatal(err)
 	}
 	id := turbotunnel.NewClientID()
-	h := &allocHarness{pconn: pconn, peer: client.UnderlyingConn()}
+	h := &allocHarness{r: r, pconn: pconn, peer: client.UnderlyingConn()}
 	tb.Cleanup(func() { h.peer.Close() })
 	ws := <-wsc
 	if ws == nil {
@@ -111,6 +112,19 @@ func newAllocHarness(tb testing.TB) *allocHarness {
 	}
 	h.id = addr
 	return h
+}
+
+// clientState returns the state of the harness's ClientID.
+func (h *allocHarness) clientState(tb testing.TB) *clientState {
+	tb.Helper()
+	id, _ := turbotunnel.ClientIDFromAddr(h.id)
+	h.r.mu.Lock()
+	defer h.r.mu.Unlock()
+	st := h.r.clients[id]
+	if st == nil {
+		tb.Fatal("the harness's ClientID has no state")
+	}
+	return st
 }
 
 // appendMaskedFrame appends one final binary frame holding payload, masked

@@ -127,6 +127,7 @@ type carrier struct {
 	idAddr        net.Addr // id.Addr(), made once: passing it and its String allocate nothing
 	shard         *shard
 	client        *clientState // the ClientID's state, attached while the carrier runs
+	resendNum     uint8        // the carrier's number in client.resend, set with client
 	writerStarted bool
 	peerCounted   bool          // admitPeer counted the carrier under peer; else Serve did, at accept
 	stopWriter    chan struct{} // closed by the reader when it ends
@@ -182,6 +183,8 @@ func (c *carrier) resume() {
 	if err == errParked {
 		return // the carrier belongs to the poller now
 	}
+	// What the carrier took may be lost with it: let resends through.
+	c.client.resend.dropCarrier(c.resendNum)
 	if c.writerStarted {
 		close(c.stopWriter)
 		<-c.writerDone
@@ -300,6 +303,7 @@ func (c *carrier) readLoop() error {
 			c.startWriter()
 		}
 		c.r.stats.carrierIn.Add(uint64(n))
+		c.client.resend.acked((*bp)[:n])
 		c.shard.pconn.QueueIncoming((*bp)[:n], c.idAddr)
 		c.r.pools.packets.Put(bp)
 	}
@@ -409,27 +413,34 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 		}
 		bp := c.r.pools.messages.Get().(*[]byte)
 		msg := (*bp)[:wsserver.HeadRoom]
-		msg = c.appendPacket(msg, p)
+		msg = c.appendPacket(msg, c.withoutHeldResends(p))
 		pconn.Restore(p)
 	batch:
 		for ok && len(msg)-wsserver.HeadRoom+maxPacketSize+3+tunnelseal.Overhead <= maxMessageSize {
 			select {
 			case p, ok = <-queue:
 				if ok {
-					msg = c.appendPacket(msg, p)
+					msg = c.appendPacket(msg, c.withoutHeldResends(p))
 					pconn.Restore(p)
 				}
 			default:
 				break batch
 			}
 		}
-		err := c.conn.SetWriteDeadline(time.Now().Add(carrierWriteTimeout))
-		if err == nil {
-			_, err = c.conn.WriteWithHeadRoom(msg)
+		var err error
+		if len(msg) > wsserver.HeadRoom { // else every segment was held
+			err = c.conn.SetWriteDeadline(time.Now().Add(carrierWriteTimeout))
+			if err == nil {
+				_, err = c.conn.WriteWithHeadRoom(msg)
+			}
 		}
 		*bp = msg[:0]
 		c.r.pools.messages.Put(bp)
 		if err != nil || !ok {
+			if err != nil {
+				// Whatever the message held may be lost.
+				c.client.resend.dropCarrier(c.resendNum)
+			}
 			c.closeConn()
 			return
 		}
@@ -438,8 +449,28 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 	}
 }
 
-// appendPacket appends p to msg as a chunk, and returns msg.
+// withoutHeldResends returns the packet p less the resends the ClientID's
+// resend filter holds back (resend.go), in place.
+func (c *carrier) withoutHeldResends(p []byte) []byte {
+	out, n := c.client.resend.filter(p, c.resendNum)
+	if n.sent > 0 {
+		c.r.stats.segmentsSent.Add(uint64(n.sent))
+	}
+	if n.resent > 0 {
+		c.r.stats.resendsSent.Add(uint64(n.resent))
+	}
+	if n.held > 0 {
+		c.r.stats.resendsHeld.Add(uint64(n.held))
+	}
+	return out
+}
+
+// appendPacket appends p to msg as a chunk, and returns msg; nothing if p
+// is empty.
 func (c *carrier) appendPacket(msg, p []byte) []byte {
+	if len(p) == 0 {
+		return msg
+	}
 	if c.seal != nil {
 		return c.appendSealed(msg, p)
 	}

@@ -69,6 +69,14 @@ type counters struct {
 	// sealFailures counts sealed packets that did not authenticate (each
 	// ends its carrier: see seal.go).
 	sealFailures atomic.Uint64
+	// resendsHeld counts KCP segments cut out of packets because their
+	// previous transmission is still on its way, resendsSent the resends
+	// that went out, and segmentsSent all data segments that went out,
+	// first transmissions and resends; all three once the session's resend
+	// filter runs (resend.go).
+	resendsHeld  atomic.Uint64
+	resendsSent  atomic.Uint64
+	segmentsSent atomic.Uint64
 }
 
 func (c *counters) refuse(reason string) {
@@ -123,6 +131,15 @@ type Stats struct {
 	// QueueDrops counts packets dropped because a turbotunnel queue was
 	// full.
 	QueueDrops uint64
+	// ResendsHeld counts KCP data segments that the relay's KCP sent again
+	// and the relay held back, because their previous transmission went out
+	// on a carrier that is still alive, recently (see docs/relay.md);
+	// ResendsSent those that went out again; SegmentsSent all data segments
+	// that went to carriers, first transmissions and resends. The three
+	// count from a session's first 100 ms of sending on.
+	ResendsHeld  uint64
+	ResendsSent  uint64
+	SegmentsSent uint64
 	// SealFailures counts sealed packets that did not authenticate; each
 	// ended its carrier, none reached KCP.
 	SealFailures uint64
@@ -160,6 +177,9 @@ func newRegistry(c *counters, drops func() float64) *prometheus.Registry {
 		counter("silent_drops_total", "Packets of silent sessions dropped before they were queued.", u(&c.silentDrops)),
 		counter("seal_failures_total", "Sealed packets that did not authenticate (each ended its carrier).", u(&c.sealFailures)),
 		counter("queue_drops_total", "Packets dropped because a turbotunnel queue was full.", drops),
+		counter("resends_held_total", "KCP data segments resent by the relay's KCP and held back, their previous transmission being on a live carrier.", u(&c.resendsHeld)),
+		counter("resends_sent_total", "KCP data segments resent by the relay's KCP that went to carriers.", u(&c.resendsSent)),
+		counter("segments_sent_total", "KCP data segments that went to carriers, first transmissions and resends.", u(&c.segmentsSent)),
 	)
 	for _, d := range []struct {
 		dir string

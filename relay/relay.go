@@ -64,6 +64,9 @@ type clientState struct {
 	// carriers' packets go through admitSession.
 	admitted atomic.Bool
 	join     joinState // sealed or not, and the joins seen (seal.go)
+	// resend records which carrier took each segment of the session's,
+	// to hold back resends of what is only waiting (resend.go).
+	resend resendFilter
 }
 
 // New returns a Relay configured by cfg (see Config for defaults). It
@@ -270,6 +273,7 @@ func (r *Relay) attachClient(c *carrier, id turbotunnel.ClientID, addr netip.Add
 		r.clients[id] = st
 	}
 	st.carriers++
+	c.resendNum = st.resend.addCarrier()
 	if addr.IsValid() {
 		st.addr = addr
 	}
@@ -314,6 +318,8 @@ func (r *Relay) startSession(s *session) (netip.Addr, bool) {
 		r.clients[s.id] = st
 	}
 	st.session = s
+	s.resend = &st.resend
+	r.shardFor(s.id).filters.add(s.id, s.resend)
 	st.admitted.Store(true)
 	if st.carriers <= 0 {
 		r.startAbsence(s)
@@ -328,6 +334,7 @@ func (r *Relay) endSession(s *session) {
 	r.endAbsence(s)
 	st := r.clients[s.id]
 	if st != nil && st.session == s {
+		r.shardFor(s.id).filters.remove(s.id)
 		st.session = nil
 		// A new session needs a new admission.
 		st.admitted.Store(false)
@@ -457,6 +464,9 @@ func (r *Relay) Stats() Stats {
 		SilentSessions:    c.sessionsSilent.Load(),
 		SilentDrops:       c.silentDrops.Load(),
 		QueueDrops:        r.queueDrops(),
+		ResendsHeld:       c.resendsHeld.Load(),
+		ResendsSent:       c.resendsSent.Load(),
+		SegmentsSent:      c.segmentsSent.Load(),
 		SealFailures:      c.sealFailures.Load(),
 	}
 	for i, reason := range failReasons {

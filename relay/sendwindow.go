@@ -96,6 +96,7 @@ type sendWindow struct {
 	minRTT   [2]int32 // lowest round trip (ms) this period and the previous; 0: none
 	ticks    int      // ticks into the current period
 	set      int      // the window last given to KCP: the goroutine's copy of applied
+	srtt     int32    // the smoothed round trip (ms) next was last given
 	// applied is the window last given to KCP, which a silent session
 	// gets back when woken; guarded by Relay.mu.
 	applied int
@@ -120,6 +121,7 @@ func (w *sendWindow) next(srtt int32) (wnd int, limited bool) {
 	sent := w.sent.Load()
 	delta := sent - w.lastSent
 	w.lastSent = sent
+	w.srtt = srtt
 	if w.ticks++; w.ticks >= rttMemoryTicks {
 		w.minRTT = [2]int32{0, w.minRTT[0]}
 		w.ticks = 0
@@ -233,6 +235,11 @@ func (r *Relay) adjustSendWindows() {
 		share := budget.share(r.stats.streamDown.Load(), limited)
 		for _, s := range live {
 			wnd := s.window.capAt(share)
+			if s.window.lastSent > 0 {
+				// The session has sent: it may resend (resend.go). Before
+				// KCP gets the window, so that the ring covers it.
+				s.resend.update(time.Duration(s.window.srtt)*time.Millisecond, wnd)
+			}
 			if wnd == s.window.set {
 				continue
 			}

@@ -30,12 +30,14 @@ type shard struct {
 	pconn  *turbotunnel.QueuePacketConn
 	ln     *kcp.Listener
 	silent silentSet // ClientIDs whose packets are dropped: see abandon.go
+	// filters hold back resends before they are queued: see resend.go.
+	filters resendFilters
 }
 
 func newShard(r *Relay, i int) (*shard, error) {
 	pconn := turbotunnel.NewQueuePacketConn(shardAddr(i), r.cfg.ClientTimeout, turbotunnel.MTU)
 	s := &shard{pconn: pconn}
-	ln, err := kcp.ServeConn(nil, 0, 0, shardConn{pconn, &s.silent, &r.stats.silentDrops})
+	ln, err := kcp.ServeConn(nil, 0, 0, shardConn{pconn, &s.silent, &r.stats.silentDrops, &s.filters, &r.stats.resendsHeld})
 	if err != nil {
 		pconn.Close()
 		return nil, fmt.Errorf("start kcp: %w", err)
@@ -101,6 +103,9 @@ type session struct {
 
 	opened atomic.Bool // a stream was accepted
 	window *sendWindow // see sendwindow.go
+	// resend is its ClientID's resend filter (resend.go), set by
+	// startSession before the window goroutine sees the session.
+	resend *resendFilter
 
 	mu      sync.Mutex
 	smux    *smux.Session // guarded by mu; nil until started

@@ -25,6 +25,7 @@ type KCPSegment []byte
 func (s KCPSegment) Conv() uint32 { return binary.LittleEndian.Uint32(s[0:4]) }
 func (s KCPSegment) Cmd() byte    { return s[4] }
 func (s KCPSegment) Wnd() uint16  { return binary.LittleEndian.Uint16(s[6:8]) }
+func (s KCPSegment) TS() uint32   { return binary.LittleEndian.Uint32(s[8:12]) }
 func (s KCPSegment) SN() uint32   { return binary.LittleEndian.Uint32(s[12:16]) }
 func (s KCPSegment) Una() uint32  { return binary.LittleEndian.Uint32(s[16:20]) }
 func (s KCPSegment) Data() []byte { return s[KCPHeaderLen:] }
