@@ -110,7 +110,7 @@ func TestPathLab(t *testing.T) {
 		for round := range 2 {
 			if withTCP {
 				n++
-				lab, err := netlab.New(context.Background(), netlab.Config{Name: fmt.Sprintf("pl%d", n), Up: path, Down: path, Seed: uint64(n)})
+				lab, err := netlab.New(context.Background(), netlab.Config{Name: labName("pl", n), Up: path, Down: path, Seed: uint64(n)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -187,7 +187,7 @@ func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.
 	var r pathResult
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lab, err := netlab.New(ctx, netlab.Config{Name: fmt.Sprintf("pl%d", n), Up: path, Down: path, Seed: uint64(n)})
+	lab, err := netlab.New(ctx, netlab.Config{Name: labName("pl", n), Up: path, Down: path, Seed: uint64(n)})
 	if err != nil {
 		t.Fatal(err)
 	}
