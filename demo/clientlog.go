@@ -34,6 +34,34 @@ func RendezvousTime(logPath string) (d time.Duration, ok bool) {
 	return 0, false
 }
 
+// EventTimes reads a flurry-client log (slog text format) and returns, for
+// each of events, the time of the first line at or after from whose
+// message contains it ("proxy lost", "offer created", ...). An event
+// without such a line is missing from the map.
+func EventTimes(logPath string, from time.Time, events ...string) map[string]time.Time {
+	out := map[string]time.Time{}
+	f, err := os.Open(logPath)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() && len(out) < len(events) {
+		line := sc.Text()
+		t, ok := logTime(line)
+		if !ok || t.Before(from) {
+			continue
+		}
+		for _, e := range events {
+			if _, seen := out[e]; !seen && strings.Contains(line, e) {
+				out[e] = t
+			}
+		}
+	}
+	return out
+}
+
 // logTime parses the time= attribute of a slog text line.
 func logTime(line string) (time.Time, bool) {
 	i := strings.Index(line, "time=")

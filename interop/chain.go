@@ -5,13 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/flurrypt/flurry/common/sqscreds"
 	"github.com/flurrypt/flurry/demo"
@@ -99,6 +104,9 @@ type ChainConfig struct {
 	// SQS, if set, makes the client rendezvous through Amazon SQS instead
 	// of the broker's URL; nil is direct HTTP rendezvous.
 	SQS *ChainSQS
+	// ClientMax is the client's -max, the proxies it keeps connected at
+	// once; 0 means 1, as in Snowflake's bridge lines.
+	ClientMax int
 	// NoProxy starts no proxy process: the caller brings its own (a
 	// browser proxy, which polls the broker from a page).
 	NoProxy bool
@@ -380,7 +388,7 @@ func (c *Chain) start(ctx context.Context) error {
 	if c.cfg.AMPCache != "" {
 		args = append(args, "-ampcache", c.cfg.AMPCache)
 	}
-	args = append(args, "-max", "1", "-keep-local-addresses", "-unsafe-logging", "-log", c.logPath("client-pt"))
+	args = append(args, "-max", strconv.Itoa(max(c.cfg.ClientMax, 1)), "-keep-local-addresses", "-unsafe-logging", "-log", c.logPath("client-pt"))
 	switch {
 	case c.cfg.ClientICE != "":
 		args = append(args, "-ice", c.cfg.ClientICE)
@@ -489,6 +497,76 @@ func (c *Chain) StartProxy(ctx context.Context) (*childproc.Process, error) {
 	}
 	c.Proxies = append(c.Proxies, p)
 	return p, nil
+}
+
+// ServingProxies returns the running proxies that relay a client now:
+// those with a TCP connection to the relay established (a proxy dials
+// the relay only for a client's DataChannel). Linux only.
+func (c *Chain) ServingProxies() ([]*childproc.Process, error) {
+	relay, err := url.Parse(c.RelayURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: relay URL: %w", ErrChain, err)
+	}
+	relayAddr, err := netip.ParseAddrPort(relay.Host)
+	if err != nil {
+		return nil, fmt.Errorf("%w: relay URL: %w", ErrChain, err)
+	}
+	var out []*childproc.Process
+	for _, p := range c.Proxies {
+		if !p.Running() {
+			continue
+		}
+		ok, err := connectedTo(p.PID(), relayAddr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrChain, p.Name(), err)
+		}
+		if ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// connectedTo reports whether process pid holds a TCP connection to
+// addr in the established state, judged by its file descriptors and the
+// TCP tables of its network namespace (/proc/PID/net/tcp and tcp6).
+func connectedTo(pid int, addr netip.AddrPort) (bool, error) {
+	proc, err := procfs.NewProc(pid)
+	if err != nil {
+		return false, err
+	}
+	targets, err := proc.FileDescriptorTargets()
+	if err != nil {
+		return false, err
+	}
+	sockets := map[string]bool{}
+	for _, t := range targets {
+		if inode, ok := strings.CutPrefix(t, "socket:["); ok {
+			sockets[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	// An FS rooted at /proc/PID reads the process's namespace's tables.
+	procNet, err := procfs.NewFS(filepath.Join(procfs.DefaultMountPoint, strconv.Itoa(pid)))
+	if err != nil {
+		return false, err
+	}
+	const established = 1 // TCP_ESTABLISHED
+	for _, table := range []func() (procfs.NetTCP, error){procNet.NetTCP, procNet.NetTCP6} {
+		lines, err := table()
+		if errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		for _, l := range lines {
+			if l.St == established && l.RemPort == uint64(addr.Port()) && l.RemAddr.Equal(addr.Addr().AsSlice()) &&
+				sockets[strconv.FormatUint(l.Inode, 10)] {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // Processes returns the chain's processes, client first.
