@@ -27,9 +27,10 @@ import (
 //     to one segment, so that no new data (nor smux's keep-alives) joins
 //     the segments in flight; the streams' writes wait, and so their
 //     targets' reads.
-//   - When a carrier of the ClientID comes back, the session is woken: the
-//     window is restored and every segment in flight is retransmitted at
-//     once, instead of when its grown timeout says.
+//   - When a carrier of the ClientID comes back after it had none (its
+//     proxy was replaced), every segment in flight is retransmitted at
+//     once, instead of when its timeout, grown while no proxy carried it,
+//     says; a silent session is woken too: its window is restored.
 //   - When the ClientID has had no carrier for Config.AbandonTimeout
 //     (default 4 minutes, smux's keep-alive timeout: Snowflake's server
 //     keeps a session without traffic at least that long), the session is
@@ -156,5 +157,15 @@ func (r *Relay) silence(s *session, silent bool) {
 	r.stats.sessionsSilent.Add(-1)
 	sh.silent.remove(s.id)
 	s.kcp.SetWindowSize(s.window.applied, 0)
+}
+
+// resume ends the absence of s, whose ClientID has a carrier again after
+// it had none, and retransmits every segment in flight at KCP's next
+// flush: what the lost carrier held is gone, and each timer grew while no
+// carrier took the copies. At worst a window of segments still queued for
+// the new carrier goes twice. r.mu must be held.
+func (r *Relay) resume(s *session) {
+	r.endAbsence(s)
 	s.kcp.ResetRTO()
+	r.stats.sessionsResumed.Add(1)
 }

@@ -92,7 +92,39 @@ func TestSilentSessionWakes(t *testing.T) {
 	if !bytes.Equal(h.Sum(nil), sourceDigest(size, 2)) {
 		t.Fatal("download corrupted")
 	}
-	if st := r.Stats(); st.Sessions != 1 || st.SilentSessions != 0 || st.SessionsAbandoned != 0 {
-		t.Errorf("%d sessions, %d silent, %d abandoned; want 1, 0, 0", st.Sessions, st.SilentSessions, st.SessionsAbandoned)
+	if st := r.Stats(); st.Sessions != 1 || st.SilentSessions != 0 || st.SessionsAbandoned != 0 || st.SessionsResumed != 1 {
+		t.Errorf("%d sessions, %d silent, %d abandoned, %d resumed; want 1, 0, 0, 1", st.Sessions, st.SilentSessions, st.SessionsAbandoned, st.SessionsResumed)
+	}
+}
+
+// A client whose proxy dies mid-download and that comes back through a
+// new one soon after (long before its session would go silent) resumes
+// its session once, and its download completes intact. A second carrier
+// beside a live one is no return.
+func TestSessionResumesOnNewCarrier(t *testing.T) {
+	const size = 4 << 20
+	r, wsURL := startRelay(t, Config{ForwardAddr: sourceServer(t, size, 3)})
+	pconn := newTestPacketConn(turbotunnel.NewClientID())
+	first := pconn.dialCarrier(t, wsURL)
+	client := newTestClient(t, pconn)
+	stream, head := startDownload(t, client, 1<<20)
+	defer stream.Close()
+
+	first.kill()
+	<-first.done
+	eventually(t, "the relay lets the dead carrier go", func() bool { return r.Stats().ActiveConnections == 0 })
+	pconn.dialCarrier(t, wsURL)
+	pconn.dialCarrier(t, wsURL)
+	h := sha256.New()
+	h.Write(head)
+	n, err := io.Copy(h, stream)
+	if err != nil || int(n)+len(head) != size {
+		t.Fatalf("download after the new carrier: %d bytes, %v; want %d", int(n)+len(head), err, size)
+	}
+	if !bytes.Equal(h.Sum(nil), sourceDigest(size, 3)) {
+		t.Fatal("download corrupted")
+	}
+	if st := r.Stats(); st.Sessions != 1 || st.SilentSessions != 0 || st.SessionsResumed != 1 {
+		t.Errorf("%d sessions, %d silent, %d resumed; want 1, 0, 1", st.Sessions, st.SilentSessions, st.SessionsResumed)
 	}
 }

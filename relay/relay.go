@@ -274,7 +274,7 @@ func (r *Relay) attachClient(c *carrier, id turbotunnel.ClientID, addr netip.Add
 		st.addr = addr
 	}
 	if st.carriers == 1 && st.session != nil {
-		r.endAbsence(st.session)
+		r.resume(st.session)
 	}
 	return st, st.session != nil
 }
@@ -454,6 +454,7 @@ func (r *Relay) Stats() Stats {
 		SessionsRefused:   make(map[string]uint64, len(refuseReasons)),
 		SessionsReclaimed: c.sessionsReclaimed.Load(),
 		SessionsAbandoned: c.sessionsAbandoned.Load(),
+		SessionsResumed:   c.sessionsResumed.Load(),
 		SilentSessions:    c.sessionsSilent.Load(),
 		SilentDrops:       c.silentDrops.Load(),
 		QueueDrops:        r.queueDrops(),
