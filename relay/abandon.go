@@ -160,12 +160,18 @@ func (r *Relay) silence(s *session, silent bool) {
 }
 
 // resume ends the absence of s, whose ClientID has a carrier again after
-// it had none, and retransmits every segment in flight at KCP's next
-// flush: what the lost carrier held is gone, and each timer grew while no
-// carrier took the copies. At worst a window of segments still queued for
-// the new carrier goes twice. r.mu must be held.
+// it had none, and resends what is in flight. r.mu must be held.
 func (r *Relay) resume(s *session) {
 	r.endAbsence(s)
+	r.resend(s)
+}
+
+// resend retransmits every segment of s in flight at KCP's next flush,
+// through the carriers its ClientID has now: a carrier of it closed (what
+// that carrier held is gone) or came after none (each timer grew while no
+// carrier took the copies). At worst a window of segments that are only
+// queued goes twice.
+func (r *Relay) resend(s *session) {
 	s.kcp.ResetRTO()
-	r.stats.sessionsResumed.Add(1)
+	r.stats.sessionsResent.Add(1)
 }

@@ -286,6 +286,9 @@ func (r *Relay) detachClient(id turbotunnel.ClientID) {
 		st.carriers--
 		switch {
 		case st.carriers > 0:
+			if st.session != nil {
+				r.resend(st.session)
+			}
 		case st.session != nil:
 			r.startAbsence(st.session)
 		default:
@@ -454,7 +457,7 @@ func (r *Relay) Stats() Stats {
 		SessionsRefused:   make(map[string]uint64, len(refuseReasons)),
 		SessionsReclaimed: c.sessionsReclaimed.Load(),
 		SessionsAbandoned: c.sessionsAbandoned.Load(),
-		SessionsResumed:   c.sessionsResumed.Load(),
+		SessionsResent:    c.sessionsResent.Load(),
 		SilentSessions:    c.sessionsSilent.Load(),
 		SilentDrops:       c.silentDrops.Load(),
 		QueueDrops:        r.queueDrops(),
