@@ -107,6 +107,9 @@ type ChainConfig struct {
 	// ClientMax is the client's -max, the proxies it keeps connected at
 	// once; 0 means 1, as in Snowflake's bridge lines.
 	ClientMax int
+	// ProxyCapacity is every proxy's -capacity, the clients it serves at
+	// once; 0 leaves the flag out (unlimited).
+	ProxyCapacity int
 	// NoProxy starts no proxy process: the caller brings its own (a
 	// browser proxy, which polls the broker from a page).
 	NoProxy bool
@@ -480,6 +483,9 @@ func (c *Chain) StartProxy(ctx context.Context) (*childproc.Process, error) {
 		"-summary-interval", "1h", "-unsafe-logging", "-verbose"}
 	if c.cfg.STUN != "" {
 		args = append(args, "-stun", c.cfg.STUN)
+	}
+	if c.cfg.ProxyCapacity > 0 {
+		args = append(args, "-capacity", strconv.Itoa(c.cfg.ProxyCapacity))
 	}
 	covert := c.cfg.Covert
 	if i := c.nextProxy - 1; i < len(c.cfg.ProxyCovert) {

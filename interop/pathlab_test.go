@@ -241,7 +241,7 @@ func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.
 	if d := fr.Total - fr.FirstByte; d > 0 && fr.FirstByte > 0 {
 		r.MBps = float64(r.Bytes) / 1e6 / d.Seconds()
 	}
-	r.LongestGap, _ = gaps.result()
+	r.LongestGap = gaps.longest(time.Time{}).length
 	st := lab.Stats().Sub(boxBefore)
 	r.BoxDrops = st.Up.QueueDropped + st.Down.QueueDropped
 	r.LossDrops = st.Up.LossDropped + st.Down.LossDropped
@@ -275,24 +275,38 @@ func shareWithTCP(ctx context.Context, lab *netlab.Lab, progress *demo.Progress)
 	return chainMBps, res.MBps()
 }
 
-// gapWatch keeps the longest time without a new byte after the first
-// that watch saw, and when that gap ended.
+// gapWatch samples a download's progress every 50 ms and keeps its gaps:
+// each time without a new byte after the first, as long as the last
+// sample that saw none says.
 type gapWatch struct {
 	mu      sync.Mutex
-	longest time.Duration
-	ended   time.Time // zero while the longest gap lasts
+	gaps    []byteGap // ended
+	current byteGap   // the gap going on, if any (length > 0)
 }
 
-// watch samples progress every 50 ms until stop.
+// byteGap is one gap: it began at start (the sample with the last new
+// bytes), lasted length and ended at resumed (the sample with new bytes;
+// zero if the download ended or was cut first).
+type byteGap struct {
+	start, resumed time.Time
+	length         time.Duration
+}
+
+// watch samples progress until stop.
 func (g *gapWatch) watch(progress *demo.Progress, stop <-chan struct{}) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var last int64
 	var since time.Time
-	var current time.Duration // the gap going on
 	for {
 		select {
 		case <-stop:
+			g.mu.Lock()
+			if g.current.length > 0 {
+				g.gaps = append(g.gaps, g.current)
+				g.current = byteGap{}
+			}
+			g.mu.Unlock()
 			return
 		case now := <-tick.C:
 			b := progress.Bytes()
@@ -300,24 +314,30 @@ func (g *gapWatch) watch(progress *demo.Progress, stop <-chan struct{}) {
 			switch {
 			case b == 0:
 			case b != last:
-				if current > 0 && current == g.longest {
-					g.ended = now
+				if g.current.length > 0 {
+					g.current.resumed = now
+					g.gaps = append(g.gaps, g.current)
 				}
-				last, since, current = b, now, 0
+				g.current = byteGap{}
+				last, since = b, now
 			case !since.IsZero():
-				if current = now.Sub(since); current > g.longest {
-					g.longest, g.ended = current, time.Time{}
-				}
+				g.current = byteGap{start: since, length: now.Sub(since)}
 			}
 			g.mu.Unlock()
 		}
 	}
 }
 
-// result returns the longest gap so far and when it ended (zero if it
-// lasts).
-func (g *gapWatch) result() (longest time.Duration, ended time.Time) {
+// longest returns the longest gap that began before before (any, if
+// before is zero).
+func (g *gapWatch) longest(before time.Time) byteGap {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.longest, g.ended
+	var out byteGap
+	for _, gap := range append(g.gaps, g.current) {
+		if gap.length > out.length && (before.IsZero() || gap.start.Before(before)) {
+			out = gap
+		}
+	}
+	return out
 }
