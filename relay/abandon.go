@@ -169,9 +169,12 @@ func (r *Relay) resume(s *session) {
 // resend retransmits every segment of s in flight at KCP's next flush,
 // through the carriers its ClientID has now: a carrier of it closed (what
 // that carrier held is gone) or came after none (each timer grew while no
-// carrier took the copies). At worst a window of segments that are only
-// queued goes twice.
+// carrier took the copies). The ClientID's queue is emptied first: every
+// data segment in it is in flight and so goes again, and the
+// acknowledgements in it are stale; the copies would wait behind it
+// (1 024 packets, seconds at a new proxy's first rate). r.mu must be held.
 func (r *Relay) resend(s *session) {
+	r.shardFor(s.id).pconn.Drain(s.id.Addr())
 	s.kcp.ResetRTO()
 	r.stats.sessionsResent.Add(1)
 }
