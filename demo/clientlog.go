@@ -12,26 +12,16 @@ import (
 // answered" event after it: how long the first rendezvous with the broker
 // took. ok is false if the log has no such pair.
 func RendezvousTime(logPath string) (d time.Duration, ok bool) {
-	f, err := os.Open(logPath)
-	if err != nil {
+	const offered, answered = "offer created", "broker answered"
+	offer, ok := EventTimes(logPath, time.Time{}, offered)[offered]
+	if !ok {
 		return 0, false
 	}
-	defer f.Close()
-	var offer time.Time
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case offer.IsZero() && strings.Contains(line, "offer created"):
-			offer, _ = logTime(line)
-		case !offer.IsZero() && strings.Contains(line, "broker answered"):
-			if t, good := logTime(line); good {
-				return t.Sub(offer), true
-			}
-		}
+	answer, ok := EventTimes(logPath, offer, answered)[answered]
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	return answer.Sub(offer), true
 }
 
 // EventTimes reads a flurry-client log (slog text format) and returns, for
