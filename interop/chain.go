@@ -2,6 +2,8 @@ package interop
 
 import (
 	"bufio"
+	"encoding/binary"
+	"encoding/hex"
 	"context"
 	"errors"
 	"fmt"
@@ -15,8 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/prometheus/procfs"
 
 	"github.com/flurrypt/flurry/common/sqscreds"
 	"github.com/flurrypt/flurry/demo"
@@ -536,43 +536,65 @@ func (c *Chain) ServingProxies() ([]*childproc.Process, error) {
 // connectedTo reports whether process pid holds a TCP connection to
 // addr in the established state, judged by its file descriptors and the
 // TCP tables of its network namespace (/proc/PID/net/tcp and tcp6).
+// (procfs reads these tables too, but its readers are deprecated for
+// netlink's socket diagnostics, which would have to run in the
+// process's namespace.)
 func connectedTo(pid int, addr netip.AddrPort) (bool, error) {
-	proc, err := procfs.NewProc(pid)
-	if err != nil {
-		return false, err
-	}
-	targets, err := proc.FileDescriptorTargets()
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	fds, err := os.ReadDir(filepath.Join(dir, "fd"))
 	if err != nil {
 		return false, err
 	}
 	sockets := map[string]bool{}
-	for _, t := range targets {
-		if inode, ok := strings.CutPrefix(t, "socket:["); ok {
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join(dir, "fd", fd.Name()))
+		if inode, ok := strings.CutPrefix(target, "socket:["); err == nil && ok {
 			sockets[strings.TrimSuffix(inode, "]")] = true
 		}
 	}
-	// An FS rooted at /proc/PID reads the process's namespace's tables.
-	procNet, err := procfs.NewFS(filepath.Join(procfs.DefaultMountPoint, strconv.Itoa(pid)))
-	if err != nil {
-		return false, err
-	}
-	const established = 1 // TCP_ESTABLISHED
-	for _, table := range []func() (procfs.NetTCP, error){procNet.NetTCP, procNet.NetTCP6} {
-		lines, err := table()
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(filepath.Join(dir, "net", table))
 		if errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6
 			continue
 		}
 		if err != nil {
 			return false, err
 		}
-		for _, l := range lines {
-			if l.St == established && l.RemPort == uint64(addr.Port()) && l.RemAddr.Equal(addr.Addr().AsSlice()) &&
-				sockets[strconv.FormatUint(l.Inode, 10)] {
+		for line := range strings.Lines(string(b)) {
+			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when
+			// retrnsmt uid timeout inode ...
+			f := strings.Fields(line)
+			const established = "01" // TCP_ESTABLISHED
+			if len(f) < 10 || f[3] != established || !sockets[f[9]] {
+				continue
+			}
+			if remote, ok := procNetAddr(f[2]); ok && remote == addr {
 				return true, nil
 			}
 		}
 	}
 	return false, nil
+}
+
+// procNetAddr parses an address of /proc/net/tcp or tcp6: the address's
+// 32-bit words in hexadecimal, each in the host's byte order
+// (little-endian on every architecture the lab runs on), a colon and the
+// port in hexadecimal. An IPv4-mapped IPv6 address comes back as IPv4.
+func procNetAddr(s string) (netip.AddrPort, bool) {
+	hexAddr, hexPort, ok := strings.Cut(s, ":")
+	raw, err := hex.DecodeString(hexAddr)
+	if !ok || err != nil || (len(raw) != 4 && len(raw) != 16) {
+		return netip.AddrPort{}, false
+	}
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	for i := 0; i < len(raw); i += 4 {
+		binary.BigEndian.PutUint32(raw[i:], binary.LittleEndian.Uint32(raw[i:]))
+	}
+	a, _ := netip.AddrFromSlice(raw)
+	return netip.AddrPortFrom(a.Unmap(), uint16(port)), true
 }
 
 // Processes returns the chain's processes, client first.
