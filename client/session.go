@@ -283,10 +283,9 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 }
 
 // resend makes KCP send every segment in flight again at its next flush,
-// rather than when its timer says: a lost proxy took what it held (the
-// smux window updates that let the relay send on, among them), and while
-// the session had no proxy each timer grew. The relay does the same on
-// its side.
+// rather than when its timer says: a lost proxy took what it held (smux's
+// window updates among it), and while the session had no proxy each timer
+// grew. Flurry's relay does the same on its side.
 func (s *session) resend() {
 	s.mu.Lock()
 	kconn := s.kcp

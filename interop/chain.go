@@ -2,9 +2,9 @@ package interop
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"

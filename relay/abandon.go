@@ -30,7 +30,8 @@ import (
 //   - When a carrier of the ClientID comes back after it had none (its
 //     proxy was replaced), every segment in flight is retransmitted at
 //     once, instead of when its timeout, grown while no proxy carried it,
-//     says; a silent session is woken too: its window is restored.
+//     says; a silent session is woken too: its window is restored. (So
+//     they are when one of several carriers closes: see resend.)
 //   - When the ClientID has had no carrier for Config.AbandonTimeout
 //     (default 4 minutes, smux's keep-alive timeout: Snowflake's server
 //     keeps a session without traffic at least that long), the session is
