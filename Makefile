@@ -25,7 +25,7 @@ VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
-.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab snowflake-bins sidebyside httpcmp webproxy webproxy-test webproxy-sidebyside
+.PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab pathlab-failover snowflake-bins sidebyside httpcmp webproxy webproxy-test webproxy-sidebyside
 
 help: ## List the targets
 	@echo 'Flurry make targets:'
@@ -99,6 +99,10 @@ censorlab: ## Flurry and Snowflake v2.14.1 through each censor program of the ne
 pathlab: ## Snowflake v2.14.1, Flurry, the mixed chains and plain TCP side by side on the lab's path profiles (root; about 20 minutes; see docs/performance.md)
 	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
 		FLURRY_PATHLAB=1 $(GO) test -v -count=1 -timeout 40m -run '^TestPathLab$$' .
+
+pathlab-failover: ## The serving proxy SIGKILLed mid-download on each path profile: Snowflake v2.14.1's chain, Flurry's with max=1 and max=2 (root; about 20 minutes; see docs/performance.md)
+	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
+		FLURRY_PATHLAB=1 $(GO) test -v -count=1 -timeout 40m -run '^TestPathLabFailover$$' .
 
 snowflake-bins: ## Build Snowflake v2.14.1's broker, proxy, client and server into DIR (default: the user's cache directory); reused while the Go version is the same
 	cd interop && $(GO) run ./cmd/snowflake-bins $(if $(DIR),-o $(abspath $(DIR)))

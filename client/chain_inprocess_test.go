@@ -253,8 +253,8 @@ func TestInProcessFailover(t *testing.T) {
 	if p2.served.Load() != 1 {
 		t.Errorf("p2 served %d DataChannels, want 1", p2.served.Load())
 	}
-	if st := conn.Stats(); st.ProxiesConnected != 2 {
-		t.Errorf("session used %d proxies, want 2", st.ProxiesConnected)
+	if st := conn.Stats(); st.ProxiesConnected != 2 || st.Resends != 1 {
+		t.Errorf("session used %d proxies and resent %d times, want 2 and 1 (the proxy after none)", st.ProxiesConnected, st.Resends)
 	}
 	e := waitEvent(t, events, client.EventProxyLost)
 	if e.Err == nil {
@@ -283,6 +283,9 @@ func TestInProcessMultipathKill(t *testing.T) {
 	}
 	e := waitEvent(t, events, client.EventProxyLost)
 	t.Logf("dead proxy noticed %v after the kill: %v", e.Time.Sub(killedAt).Round(time.Millisecond), e.Err)
+	if st := conn.Stats(); st.Resends < 1 {
+		t.Errorf("resent %d times after losing one of two proxies, want at least 1", st.Resends)
+	}
 }
 
 // TestInProcessStalledProxy stalls the serving proxy (max=1) a third of

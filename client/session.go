@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xtaci/kcp-go/v5"
@@ -52,6 +53,7 @@ type session struct {
 	fins    *finWatchConn
 
 	closeOnce sync.Once
+	resends   atomic.Uint64 // times resend reset KCP's timers
 }
 
 func newSession(c *Client) (*session, error) {
@@ -264,14 +266,34 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 		}
 		s.log.Info("proxy lost", "peer", peer.ID(), "err", reason)
 		s.c.emit(Event{Kind: EventProxyLost, Peer: peer.ID(), Err: reason})
+		if s.pconn.Len() > 1 { // it still counts the lost one
+			s.resend()
+		}
 	}
 	if _, err := s.pconn.Add(car); err != nil {
 		return err
+	}
+	if s.pconn.Len() == 1 && s.pconn.Stats().Carriers > 1 {
+		s.resend() // a proxy after none
 	}
 	s.log.Info("proxy connected", "peer", peer.ID())
 	s.c.emit(Event{Kind: EventProxyConnected, Peer: peer.ID()})
 	s.connOnce.Do(func() { close(s.connected) })
 	return nil
+}
+
+// resend makes KCP send every segment in flight again at its next flush,
+// rather than when its timer says: a lost proxy took what it held (smux's
+// window updates among it), and while the session had no proxy each timer
+// grew. Flurry's relay does the same on its side.
+func (s *session) resend() {
+	s.mu.Lock()
+	kconn := s.kcp
+	s.mu.Unlock()
+	if kconn != nil {
+		kconn.ResetRTO()
+		s.resends.Add(1)
+	}
 }
 
 // closing reports whether close has started.
@@ -382,6 +404,10 @@ type Stats struct {
 	// Probes counts the window probes sent through proxies that fell
 	// silent while the session was only receiving (see ReplyTimeout).
 	Probes uint64
+	// Resends counts the times KCP sent everything in flight again at
+	// once: a proxy was lost while others remained, or one connected
+	// after none.
+	Resends uint64
 }
 
 // Stats returns the session's counters.
@@ -395,6 +421,7 @@ func (c *Conn) Stats() Stats {
 		SendDropped:      st.SendDropped,
 		ReceiveDropped:   st.RecvDropped,
 		Probes:           st.Probes,
+		Resends:          c.s.resends.Load(),
 	}
 }
 

@@ -12,26 +12,44 @@ import (
 // answered" event after it: how long the first rendezvous with the broker
 // took. ok is false if the log has no such pair.
 func RendezvousTime(logPath string) (d time.Duration, ok bool) {
-	f, err := os.Open(logPath)
-	if err != nil {
+	const offered, answered = "offer created", "broker answered"
+	offer, ok := EventTimes(logPath, time.Time{}, offered)[offered]
+	if !ok {
 		return 0, false
 	}
+	answer, ok := EventTimes(logPath, offer, answered)[answered]
+	if !ok {
+		return 0, false
+	}
+	return answer.Sub(offer), true
+}
+
+// EventTimes reads a flurry-client log (slog text format) and returns, for
+// each of events, the time of the first line at or after from whose
+// message contains it ("proxy lost", "offer created", ...). An event
+// without such a line is missing from the map.
+func EventTimes(logPath string, from time.Time, events ...string) map[string]time.Time {
+	out := map[string]time.Time{}
+	f, err := os.Open(logPath)
+	if err != nil {
+		return out
+	}
 	defer f.Close()
-	var offer time.Time
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
+	for sc.Scan() && len(out) < len(events) {
 		line := sc.Text()
-		switch {
-		case offer.IsZero() && strings.Contains(line, "offer created"):
-			offer, _ = logTime(line)
-		case !offer.IsZero() && strings.Contains(line, "broker answered"):
-			if t, good := logTime(line); good {
-				return t.Sub(offer), true
+		t, ok := logTime(line)
+		if !ok || t.Before(from) {
+			continue
+		}
+		for _, e := range events {
+			if _, seen := out[e]; !seen && strings.Contains(line, e) {
+				out[e] = t
 			}
 		}
 	}
-	return 0, false
+	return out
 }
 
 // logTime parses the time= attribute of a slog text line.

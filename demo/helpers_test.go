@@ -66,6 +66,28 @@ time=2026-11-29T19:49:26.979Z level=INFO msg="broker answered" peer=snowflake-2
 	}
 }
 
+func TestEventTimes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "client.log")
+	log := `=== demo: start 1 of client
+time=2026-11-29T19:49:25.729Z level=INFO msg="proxy lost snowflake-1: no data from proxy"
+time=2026-11-29T19:49:26.729Z level=INFO msg="offer created snowflake-2"
+time=2026-11-29T19:49:26.979Z level=INFO msg="proxy lost snowflake-2: no data from proxy"
+time=2026-11-29T19:49:27.100Z level=INFO msg="offer created snowflake-3"
+`
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 11, 29, 19, 49, 26, 0, time.UTC)
+	got := demo.EventTimes(path, from, "proxy lost", "offer created", "proxy connected")
+	want := map[string]time.Time{
+		"proxy lost":    from.Add(979 * time.Millisecond),
+		"offer created": from.Add(729 * time.Millisecond),
+	}
+	if len(got) != len(want) || !got["proxy lost"].Equal(want["proxy lost"]) || !got["offer created"].Equal(want["offer created"]) {
+		t.Errorf("EventTimes = %v; want %v", got, want)
+	}
+}
+
 func TestTorBootstrap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "notice.log")
 	log := `Nov 29 19:47:42.000 [notice] Bootstrapped 0% (starting): Starting

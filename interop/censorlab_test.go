@@ -231,7 +231,7 @@ func runLabCell(t *testing.T, i int, cfg labConfig, censorName string, allow []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab, err := netlab.New(ctx, netlab.Config{Name: fmt.Sprintf("cl%d", i), Up: path, Down: path, Seed: uint64(i + 1)})
+	lab, err := netlab.New(ctx, netlab.Config{Name: labName("cl", i), Up: path, Down: path, Seed: uint64(i + 1)})
 	if err != nil {
 		t.Errorf("%s / %s: lab: %v", cfg.Name, censorName, err)
 		return fail(err)

@@ -147,7 +147,7 @@ func runLabSwitch(t *testing.T, i int, roles Roles, fl demo.Binaries, sf Snowfla
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab, err := netlab.New(ctx, netlab.Config{Name: fmt.Sprintf("sw%d", i), Up: path, Down: path, Seed: uint64(i + 1)})
+	lab, err := netlab.New(ctx, netlab.Config{Name: labName("sw", i), Up: path, Down: path, Seed: uint64(i + 1)})
 	if err != nil {
 		t.Errorf("lab: %v", err)
 		return fail(err)

@@ -3,13 +3,18 @@ package interop
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,6 +104,12 @@ type ChainConfig struct {
 	// SQS, if set, makes the client rendezvous through Amazon SQS instead
 	// of the broker's URL; nil is direct HTTP rendezvous.
 	SQS *ChainSQS
+	// ClientMax is the client's -max, the proxies it keeps connected at
+	// once; 0 means 1, as in Snowflake's bridge lines.
+	ClientMax int
+	// ProxyCapacity is every proxy's -capacity, the clients it serves at
+	// once; 0 leaves the flag out (unlimited).
+	ProxyCapacity int
 	// NoProxy starts no proxy process: the caller brings its own (a
 	// browser proxy, which polls the broker from a page).
 	NoProxy bool
@@ -380,7 +391,7 @@ func (c *Chain) start(ctx context.Context) error {
 	if c.cfg.AMPCache != "" {
 		args = append(args, "-ampcache", c.cfg.AMPCache)
 	}
-	args = append(args, "-max", "1", "-keep-local-addresses", "-unsafe-logging", "-log", c.logPath("client-pt"))
+	args = append(args, "-max", strconv.Itoa(max(c.cfg.ClientMax, 1)), "-keep-local-addresses", "-unsafe-logging", "-log", c.logPath("client-pt"))
 	switch {
 	case c.cfg.ClientICE != "":
 		args = append(args, "-ice", c.cfg.ClientICE)
@@ -473,6 +484,9 @@ func (c *Chain) StartProxy(ctx context.Context) (*childproc.Process, error) {
 	if c.cfg.STUN != "" {
 		args = append(args, "-stun", c.cfg.STUN)
 	}
+	if c.cfg.ProxyCapacity > 0 {
+		args = append(args, "-capacity", strconv.Itoa(c.cfg.ProxyCapacity))
+	}
 	covert := c.cfg.Covert
 	if i := c.nextProxy - 1; i < len(c.cfg.ProxyCovert) {
 		covert = c.cfg.ProxyCovert[i]
@@ -489,6 +503,98 @@ func (c *Chain) StartProxy(ctx context.Context) (*childproc.Process, error) {
 	}
 	c.Proxies = append(c.Proxies, p)
 	return p, nil
+}
+
+// ServingProxies returns the running proxies that relay a client now:
+// those with a TCP connection to the relay established (a proxy dials
+// the relay only for a client's DataChannel). Linux only.
+func (c *Chain) ServingProxies() ([]*childproc.Process, error) {
+	relay, err := url.Parse(c.RelayURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: relay URL: %w", ErrChain, err)
+	}
+	relayAddr, err := netip.ParseAddrPort(relay.Host)
+	if err != nil {
+		return nil, fmt.Errorf("%w: relay URL: %w", ErrChain, err)
+	}
+	var out []*childproc.Process
+	for _, p := range c.Proxies {
+		if !p.Running() {
+			continue
+		}
+		ok, err := connectedTo(p.PID(), relayAddr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrChain, p.Name(), err)
+		}
+		if ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// connectedTo reports whether process pid holds a TCP connection to
+// addr in the established state, judged by its file descriptors and the
+// TCP tables of its network namespace (/proc/PID/net/tcp and tcp6).
+// (procfs reads these tables too, but its readers are deprecated for
+// netlink's socket diagnostics, which would have to run in the
+// process's namespace.)
+func connectedTo(pid int, addr netip.AddrPort) (bool, error) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	fds, err := os.ReadDir(filepath.Join(dir, "fd"))
+	if err != nil {
+		return false, err
+	}
+	sockets := map[string]bool{}
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join(dir, "fd", fd.Name()))
+		if inode, ok := strings.CutPrefix(target, "socket:["); err == nil && ok {
+			sockets[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(filepath.Join(dir, "net", table))
+		if errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		for line := range strings.Lines(string(b)) {
+			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when
+			// retrnsmt uid timeout inode ...
+			f := strings.Fields(line)
+			const established = "01" // TCP_ESTABLISHED
+			if len(f) < 10 || f[3] != established || !sockets[f[9]] {
+				continue
+			}
+			if remote, ok := procNetAddr(f[2]); ok && remote == addr {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// procNetAddr parses an address of /proc/net/tcp or tcp6: the address's
+// 32-bit words in hexadecimal, each in the host's byte order
+// (little-endian on every architecture the lab runs on), a colon and the
+// port in hexadecimal. An IPv4-mapped IPv6 address comes back as IPv4.
+func procNetAddr(s string) (netip.AddrPort, bool) {
+	hexAddr, hexPort, ok := strings.Cut(s, ":")
+	raw, err := hex.DecodeString(hexAddr)
+	if !ok || err != nil || (len(raw) != 4 && len(raw) != 16) {
+		return netip.AddrPort{}, false
+	}
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	for i := 0; i < len(raw); i += 4 {
+		binary.BigEndian.PutUint32(raw[i:], binary.LittleEndian.Uint32(raw[i:]))
+	}
+	a, _ := netip.AddrFromSlice(raw)
+	return netip.AddrPortFrom(a.Unmap(), uint16(port)), true
 }
 
 // Processes returns the chain's processes, client first.

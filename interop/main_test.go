@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +41,15 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(flurryDir)
 	}
 	os.Exit(code)
+}
+
+// labName names the n-th lab of a test with prefix (two letters): the
+// prefix, this process's id in base 36 (at most 5 characters), "x" and n,
+// so that test processes running at once never share a lab's namespaces
+// or TUN devices, and the name stays within netlab's 12 characters (the
+// Linux interface names made from it within 15) up to n = 9999.
+func labName(prefix string, n int) string {
+	return prefix + strconv.FormatInt(int64(os.Getpid()), 36) + "x" + strconv.Itoa(n)
 }
 
 // lookCommand finds an administration command in PATH or the sbin

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,16 +22,17 @@ import (
 // whole, Flurry's client with Snowflake's proxy and relay (what most of
 // our users meet), and Snowflake's client with our proxy and relay.
 var pathChains = []pathChain{
-	{"snowflake", Roles{Snowflake, Snowflake, Snowflake, Snowflake}},
-	{"flurry", Roles{}},
-	{"fl-client+sf-proxy+sf-relay", Roles{Broker: Snowflake, Proxy: Snowflake, Client: Flurry, Relay: Snowflake}},
-	{"sf-client+fl-proxy+fl-relay", Roles{Broker: Flurry, Proxy: Flurry, Client: Snowflake, Relay: Flurry}},
+	{name: "snowflake", roles: Roles{Snowflake, Snowflake, Snowflake, Snowflake}},
+	{name: "flurry", roles: Roles{}},
+	{name: "fl-client+sf-proxy+sf-relay", roles: Roles{Broker: Snowflake, Proxy: Snowflake, Client: Flurry, Relay: Snowflake}},
+	{name: "sf-client+fl-proxy+fl-relay", roles: Roles{Broker: Flurry, Proxy: Flurry, Client: Snowflake, Relay: Flurry}},
 }
 
 // pathChain is a chain of the path lab, named for its report.
 type pathChain struct {
 	name  string
 	roles Roles
+	max   int // the client's -max; 0 means 1
 }
 
 // sharedChains also run, on a rate-limited path, beside a plain TCP
@@ -97,7 +97,7 @@ func TestPathLab(t *testing.T) {
 	}
 	testenv.Root(t, "the path lab's namespaces and TUN devices")
 	fl, sf := binaries(t)
-	profiles, chains, withTCP := pathLabSelection(t)
+	profiles, chains, withTCP := pathLabSelection(t, pathChains)
 	logs := os.Getenv("FLURRY_PATHLAB_LOGS")
 	var report strings.Builder
 	n := 0
@@ -110,7 +110,7 @@ func TestPathLab(t *testing.T) {
 		for round := range 2 {
 			if withTCP {
 				n++
-				lab, err := netlab.New(context.Background(), netlab.Config{Name: fmt.Sprintf("pl%d", n), Up: path, Down: path, Seed: uint64(n)})
+				lab, err := netlab.New(context.Background(), netlab.Config{Name: labName("pl", n), Up: path, Down: path, Seed: uint64(n)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -154,12 +154,13 @@ func TestPathLab(t *testing.T) {
 		time.Now().UTC().Format(time.DateOnly), report.String())
 }
 
-// pathLabSelection returns the profiles and chains to run and whether to
-// run the plain TCP download: all of them, or those FLURRY_PATHLAB_PROFILES
-// (profiles separated by spaces) and FLURRY_PATHLAB_CHAINS (chain names,
-// and tcp for the TCP download, separated by commas) name.
-func pathLabSelection(t *testing.T) (profiles []string, chains []pathChain, withTCP bool) {
-	profiles, chains, withTCP = pathProfiles, pathChains, true
+// pathLabSelection returns the profiles and chains (of all) to run and
+// whether to run the plain TCP download: all of them, or those
+// FLURRY_PATHLAB_PROFILES (profiles separated by spaces) and
+// FLURRY_PATHLAB_CHAINS (chain names, and tcp for the TCP download,
+// separated by commas) name.
+func pathLabSelection(t *testing.T, all []pathChain) (profiles []string, chains []pathChain, withTCP bool) {
+	profiles, chains, withTCP = pathProfiles, all, true
 	if v := os.Getenv("FLURRY_PATHLAB_PROFILES"); v != "" {
 		profiles = strings.Fields(v)
 	}
@@ -170,11 +171,11 @@ func pathLabSelection(t *testing.T) (profiles []string, chains []pathChain, with
 				withTCP = true
 				continue
 			}
-			i := slices.IndexFunc(pathChains, func(c pathChain) bool { return c.name == name })
+			i := slices.IndexFunc(all, func(c pathChain) bool { return c.name == name })
 			if i < 0 {
 				t.Fatalf("FLURRY_PATHLAB_CHAINS: no chain %q", name)
 			}
-			chains = append(chains, pathChains[i])
+			chains = append(chains, all[i])
 		}
 	}
 	return profiles, chains, withTCP
@@ -187,7 +188,7 @@ func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.
 	var r pathResult
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lab, err := netlab.New(ctx, netlab.Config{Name: fmt.Sprintf("pl%d", n), Up: path, Down: path, Seed: uint64(n)})
+	lab, err := netlab.New(ctx, netlab.Config{Name: labName("pl", n), Up: path, Down: path, Seed: uint64(n)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,9 +212,9 @@ func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.
 	cpuBefore := cpuTimes(t, c)
 	boxBefore := lab.Stats()
 	var progress demo.Progress
-	var gap atomic.Int64 // the longest gap so far, in nanoseconds
+	var gaps gapWatch
 	stop := make(chan struct{})
-	go watchGaps(&progress, &gap, stop)
+	go gaps.watch(&progress, stop)
 	dctx, dcancel := context.WithTimeout(ctx, pathTimeout)
 	var shared sync.WaitGroup
 	if share {
@@ -240,7 +241,7 @@ func runPathCell(t *testing.T, n int, path netlab.Profile, roles Roles, fl demo.
 	if d := fr.Total - fr.FirstByte; d > 0 && fr.FirstByte > 0 {
 		r.MBps = float64(r.Bytes) / 1e6 / d.Seconds()
 	}
-	r.LongestGap = time.Duration(gap.Load())
+	r.LongestGap = gaps.longest(time.Time{}).length
 	st := lab.Stats().Sub(boxBefore)
 	r.BoxDrops = st.Up.QueueDropped + st.Down.QueueDropped
 	r.LossDrops = st.Up.LossDropped + st.Down.LossDropped
@@ -274,9 +275,25 @@ func shareWithTCP(ctx context.Context, lab *netlab.Lab, progress *demo.Progress)
 	return chainMBps, res.MBps()
 }
 
-// watchGaps samples progress every 50 ms until stop and keeps in gap the
-// longest time without a new byte after the first.
-func watchGaps(progress *demo.Progress, gap *atomic.Int64, stop <-chan struct{}) {
+// gapWatch samples a download's progress every 50 ms and keeps its gaps:
+// each time without a new byte after the first, as long as the last
+// sample that saw none says.
+type gapWatch struct {
+	mu      sync.Mutex
+	gaps    []byteGap // ended
+	current byteGap   // the gap going on, if any (length > 0)
+}
+
+// byteGap is one gap: it began at start (the sample with the last new
+// bytes), lasted length and ended at resumed (the sample with new bytes;
+// zero if the download ended or was cut first).
+type byteGap struct {
+	start, resumed time.Time
+	length         time.Duration
+}
+
+// watch samples progress until stop.
+func (g *gapWatch) watch(progress *demo.Progress, stop <-chan struct{}) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var last int64
@@ -284,18 +301,43 @@ func watchGaps(progress *demo.Progress, gap *atomic.Int64, stop <-chan struct{})
 	for {
 		select {
 		case <-stop:
+			g.mu.Lock()
+			if g.current.length > 0 {
+				g.gaps = append(g.gaps, g.current)
+				g.current = byteGap{}
+			}
+			g.mu.Unlock()
 			return
 		case now := <-tick.C:
 			b := progress.Bytes()
+			g.mu.Lock()
 			switch {
 			case b == 0:
 			case b != last:
+				if g.current.length > 0 {
+					g.current.resumed = now
+					g.gaps = append(g.gaps, g.current)
+				}
+				g.current = byteGap{}
 				last, since = b, now
 			case !since.IsZero():
-				if d := now.Sub(since); int64(d) > gap.Load() {
-					gap.Store(int64(d))
-				}
+				g.current = byteGap{start: since, length: now.Sub(since)}
 			}
+			g.mu.Unlock()
 		}
 	}
+}
+
+// longest returns the longest gap that began before before (any, if
+// before is zero).
+func (g *gapWatch) longest(before time.Time) byteGap {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out byteGap
+	for _, gap := range append(g.gaps, g.current) {
+		if gap.length > out.length && (before.IsZero() || gap.start.Before(before)) {
+			out = gap
+		}
+	}
+	return out
 }

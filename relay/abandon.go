@@ -27,9 +27,11 @@ import (
 //     to one segment, so that no new data (nor smux's keep-alives) joins
 //     the segments in flight; the streams' writes wait, and so their
 //     targets' reads.
-//   - When a carrier of the ClientID comes back, the session is woken: the
-//     window is restored and every segment in flight is retransmitted at
-//     once, instead of when its grown timeout says.
+//   - When a carrier of the ClientID comes back after it had none (its
+//     proxy was replaced), every segment in flight is retransmitted at
+//     once, instead of when its timeout, grown while no proxy carried it,
+//     says; a silent session is woken too: its window is restored. (So
+//     they are when one of several carriers closes: see resend.)
 //   - When the ClientID has had no carrier for Config.AbandonTimeout
 //     (default 4 minutes, smux's keep-alive timeout: Snowflake's server
 //     keeps a session without traffic at least that long), the session is
@@ -173,5 +175,24 @@ func (r *Relay) silence(s *session, silent bool) {
 	r.stats.sessionsSilent.Add(-1)
 	sh.silent.remove(s.id)
 	s.kcp.SetWindowSize(s.window.applied, 0)
+}
+
+// resume ends the absence of s, whose ClientID has a carrier again after
+// it had none, and resends what is in flight. r.mu must be held.
+func (r *Relay) resume(s *session) {
+	r.endAbsence(s)
+	r.resend(s)
+}
+
+// resend retransmits every segment of s in flight at KCP's next flush,
+// through the carriers its ClientID has now: a carrier of it closed (what
+// that carrier held is gone) or came after none (each timer grew while no
+// carrier took the copies). The ClientID's queue is emptied first: every
+// data segment in it is in flight and so goes again, and the
+// acknowledgements in it are stale; the copies would wait behind it
+// (1 024 packets, seconds at a new proxy's first rate). r.mu must be held.
+func (r *Relay) resend(s *session) {
+	r.shardFor(s.id).pconn.Drain(s.id.Addr())
 	s.kcp.ResetRTO()
+	r.stats.sessionsResent.Add(1)
 }

@@ -92,7 +92,42 @@ func TestSilentSessionWakes(t *testing.T) {
 	if !bytes.Equal(h.Sum(nil), sourceDigest(size, 2)) {
 		t.Fatal("download corrupted")
 	}
-	if st := r.Stats(); st.Sessions != 1 || st.SilentSessions != 0 || st.SessionsAbandoned != 0 {
-		t.Errorf("%d sessions, %d silent, %d abandoned; want 1, 0, 0", st.Sessions, st.SilentSessions, st.SessionsAbandoned)
+	if st := r.Stats(); st.Sessions != 1 || st.SilentSessions != 0 || st.SessionsAbandoned != 0 || st.SessionsResent != 1 {
+		t.Errorf("%d sessions, %d silent, %d abandoned, %d resent; want 1, 0, 0, 1", st.Sessions, st.SilentSessions, st.SessionsAbandoned, st.SessionsResent)
 	}
+}
+
+// A client whose proxy dies mid-download and that comes back through a
+// new one soon after (long before its session would go silent) has what
+// is in flight resent once, and its download completes intact; a second
+// carrier beside a live one changes nothing, and the loss of one of two
+// makes the relay resend again.
+func TestSessionResumesOnNewCarrier(t *testing.T) {
+	const size = 4 << 20
+	r, wsURL := startRelay(t, Config{ForwardAddr: sourceServer(t, size, 3)})
+	pconn := newTestPacketConn(turbotunnel.NewClientID())
+	first := pconn.dialCarrier(t, wsURL)
+	client := newTestClient(t, pconn)
+	stream, head := startDownload(t, client, 1<<20)
+	defer stream.Close()
+
+	first.kill()
+	<-first.done
+	eventually(t, "the relay lets the dead carrier go", func() bool { return r.Stats().ActiveConnections == 0 })
+	pconn.dialCarrier(t, wsURL)
+	second := pconn.dialCarrier(t, wsURL)
+	h := sha256.New()
+	h.Write(head)
+	n, err := io.Copy(h, stream)
+	if err != nil || int(n)+len(head) != size {
+		t.Fatalf("download after the new carrier: %d bytes, %v; want %d", int(n)+len(head), err, size)
+	}
+	if !bytes.Equal(h.Sum(nil), sourceDigest(size, 3)) {
+		t.Fatal("download corrupted")
+	}
+	if st := r.Stats(); st.Sessions != 1 || st.SilentSessions != 0 || st.SessionsResent != 1 {
+		t.Errorf("%d sessions, %d silent, %d resent; want 1, 0, 1", st.Sessions, st.SilentSessions, st.SessionsResent)
+	}
+	second.kill()
+	eventually(t, "one of two carriers gone: resent again", func() bool { return r.Stats().SessionsResent == 2 })
 }

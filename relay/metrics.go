@@ -65,7 +65,10 @@ type counters struct {
 	// packets dropped for them (see abandon.go).
 	sessionsAbandoned atomic.Uint64
 	sessionsSilent    atomic.Int64
-	silentDrops       atomic.Uint64
+	// sessionsResent counts the times a session's segments in flight
+	// were all sent again at once (see Relay.resend).
+	sessionsResent atomic.Uint64
+	silentDrops    atomic.Uint64
 	// sealFailures counts sealed packets that did not authenticate (each
 	// ends its carrier: see seal.go).
 	sealFailures atomic.Uint64
@@ -123,6 +126,10 @@ type Stats struct {
 	// SessionsAbandoned counts sessions closed because their ClientID had
 	// no carrier for Config.AbandonTimeout.
 	SessionsAbandoned uint64
+	// SessionsResent counts the times a session's segments in flight were
+	// all sent again at once: a carrier of its ClientID closed while others
+	// remained, or one came after none (a replaced proxy).
+	SessionsResent uint64
 	// SilentSessions are the live sessions whose ClientID has had no
 	// carrier for Config.ClientTimeout: what KCP sends for them is dropped
 	// (counted in SilentDrops), and they send no new data.
@@ -173,6 +180,7 @@ func newRegistry(c *counters, drops func() float64) *prometheus.Registry {
 		counter("dial_failures_total", "Streams whose target could not be reached.", u(&c.dialFailures)),
 		counter("sessions_reclaimed_total", "KCP sessions closed because they opened no stream in time.", u(&c.sessionsReclaimed)),
 		counter("sessions_abandoned_total", "KCP sessions closed because their client had no carrier for the abandon timeout.", u(&c.sessionsAbandoned)),
+		counter("sessions_resent_total", "Times a KCP session's segments in flight were all sent again at once: a carrier of its client closed while others remained, or one came after none.", u(&c.sessionsResent)),
 		gauge("sessions_silent", "Live KCP sessions whose client has had no carrier for the queue lifetime; they send nothing.", i(&c.sessionsSilent)),
 		counter("silent_drops_total", "Packets of silent sessions dropped before they were queued.", u(&c.silentDrops)),
 		counter("seal_failures_total", "Sealed packets that did not authenticate (each ended its carrier).", u(&c.sealFailures)),

@@ -278,7 +278,7 @@ func (r *Relay) attachClient(c *carrier, id turbotunnel.ClientID, addr netip.Add
 		st.addr = addr
 	}
 	if st.carriers == 1 && st.session != nil {
-		r.endAbsence(st.session)
+		r.resume(st.session)
 	}
 	return st, st.session != nil
 }
@@ -290,6 +290,9 @@ func (r *Relay) detachClient(id turbotunnel.ClientID) {
 		st.carriers--
 		switch {
 		case st.carriers > 0:
+			if st.session != nil {
+				r.resend(st.session)
+			}
 		case st.session != nil:
 			r.startAbsence(st.session)
 		default:
@@ -461,6 +464,7 @@ func (r *Relay) Stats() Stats {
 		SessionsRefused:   make(map[string]uint64, len(refuseReasons)),
 		SessionsReclaimed: c.sessionsReclaimed.Load(),
 		SessionsAbandoned: c.sessionsAbandoned.Load(),
+		SessionsResent:    c.sessionsResent.Load(),
 		SilentSessions:    c.sessionsSilent.Load(),
 		SilentDrops:       c.silentDrops.Load(),
 		QueueDrops:        r.queueDrops(),

@@ -363,6 +363,34 @@ func (c *QueuePacketConn) Forget(addr net.Addr) {
 	}
 }
 
+// Drain gives the packets waiting in addr's outgoing queue back to the
+// pool and returns how many there were; the queue stays. For a client
+// whose packets the caller is about to send again (a KCP session that
+// retransmits everything in flight): the copies then do not wait behind
+// the stale ones.
+func (c *QueuePacketConn) Drain(addr net.Addr) int {
+	if !usableAddr(addr) {
+		return 0
+	}
+	// The read lock keeps Forget and expire from closing the queue meanwhile.
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	q := c.clients[addr]
+	if q == nil {
+		return 0
+	}
+	n := 0
+	for {
+		select {
+		case p := <-q.queue:
+			c.pool.put(p)
+			n++
+		default:
+			return n
+		}
+	}
+}
+
 // expire closes and forgets the queues idle for at least the timeout.
 func (c *QueuePacketConn) expire() {
 	now := c.now()

@@ -590,3 +590,28 @@ func TestForget(t *testing.T) {
 	}
 	c.Forget(NewClientID().Addr()) // unknown: nothing happens
 }
+
+func TestDrain(t *testing.T) {
+	c := NewQueuePacketConn(NewClientID(), time.Hour, 0)
+	defer c.Close()
+	id := NewClientID()
+	queue := c.OutgoingQueue(id.Addr())
+	for _, p := range []string{"stale", "stale too"} {
+		if _, err := c.WriteTo([]byte(p), id.Addr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Drain(id.Addr()); n != 2 {
+		t.Errorf("Drain = %d; want 2", n)
+	}
+	// The queue stays: what is written next reaches its consumer.
+	if _, err := c.WriteTo([]byte("fresh"), id.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-queue; string(p) != "fresh" {
+		t.Errorf("after Drain the queue gave %q", p)
+	}
+	if n := c.Drain(NewClientID().Addr()); n != 0 {
+		t.Errorf("Drain of an unknown client = %d", n)
+	}
+}

@@ -113,7 +113,12 @@ func runManaged(ctx context.Context, stop context.CancelFunc, cfg client.Config,
 		log.Info("stdin closed: exiting")
 		stop()
 	})
-	srv, err := socksserver.New(socksserver.Config{Client: cfg, Logger: log, OnEvent: func(e client.Event) { torpt.LogNotice(e.String()) }})
+	// Each step goes to tor's log and, with its time, to -log.
+	onEvent := func(e client.Event) {
+		torpt.LogNotice(e.String())
+		log.Info(e.String())
+	}
+	srv, err := socksserver.New(socksserver.Config{Client: cfg, Logger: log, OnEvent: onEvent})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flurry-client:", err)
 		torpt.ClientFailed(err)
