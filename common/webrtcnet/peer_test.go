@@ -59,10 +59,26 @@ func TestPeer(t *testing.T) {
 // from Peer and changed by change; snap says whether the answer must carry
 // SCTP's INIT.
 func testPeerPair(t *testing.T, snap bool, change ...func(*webrtc.SettingEngine)) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // only against a hang
-	defer cancel()
 	offerer := newPeer(t, Peer{MaxMessageSize: 64 << 10, LoopbackOnly: true})
 	answerer := newPeer(t, Peer{MaxMessageSize: 64 << 10, LoopbackOnly: true, CovertDTLS: covertdtls.Config{Mode: covertdtls.Mimic}}, change...)
+	connectPair(t, offerer, answerer, func(offer, answer string) string {
+		if !strings.Contains(offer, "a=sctp-init:") {
+			t.Errorf("the offer announces no SCTP INIT:\n%s", offer)
+		}
+		if got := strings.Contains(answer, "a=sctp-init:"); got != snap {
+			t.Errorf("the answer announces an SCTP INIT: %v, want %v", got, snap)
+		}
+		return answer
+	})
+}
+
+// connectPair negotiates a DataChannel from offerer to answerer and sends
+// "hello" over it. settle sees the offer and the answer and returns the
+// answer the offerer is given.
+func connectPair(t *testing.T, offerer, answerer *webrtc.PeerConnection, settle func(offer, answer string) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // only against a hang
+	defer cancel()
 	dc, err := offerer.CreateDataChannel("test", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -89,9 +105,6 @@ func testPeerPair(t *testing.T, snap bool, change ...func(*webrtc.SettingEngine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(offer.SDP, "a=sctp-init:") {
-		t.Errorf("the offer announces no SCTP INIT:\n%s", offer.SDP)
-	}
 	if err := answerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +112,9 @@ func testPeerPair(t *testing.T, snap bool, change ...func(*webrtc.SettingEngine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Contains(answer.SDP, "a=sctp-init:"); got != snap {
-		t.Errorf("the answer announces an SCTP INIT: %v, want %v", got, snap)
-	}
-	if err := offerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer.SDP}); err != nil {
-		t.Fatal(err)
+	answerSDP := settle(offer.SDP, answer.SDP)
+	if err := offerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answerSDP}); err != nil {
+		t.Fatalf("the offerer refused the answer: %v", err)
 	}
 	select {
 	case raw := <-opened:

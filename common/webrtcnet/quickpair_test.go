@@ -1,14 +1,10 @@
 package webrtcnet
 
 import (
-	"bytes"
-	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/pion/datachannel"
 	"github.com/pion/ice/v4"
 	"github.com/pion/stun/v4"
 	"github.com/pion/webrtc/v5"
@@ -103,8 +99,6 @@ func TestQuickPairConnects(t *testing.T) {
 }
 
 func testQuickPair(t *testing.T, answererQuick, offererQuick bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // only against a hang
-	defer cancel()
 	// quickPeer is newPeer with q installed; selected counts q's
 	// selections, nominated the nominations its peer received.
 	var selected, nominated atomic.Int32
@@ -136,65 +130,14 @@ func testQuickPair(t *testing.T, answererQuick, offererQuick bool) {
 		answererQ.Enable(nil)
 	}
 	offerer, answerer := quickPeer(offererQ), quickPeer(answererQ)
-
-	dc, err := offerer.CreateDataChannel("test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opened := make(chan datachannel.ReadWriteCloser, 1)
-	dc.OnOpen(func() {
-		if raw, err := dc.Detach(); err == nil {
-			opened <- raw
+	connectPair(t, offerer, answerer, func(_, answer string) string {
+		if answererQuick {
+			answer = sdp.AddSessionAttribute(answer, QuickPairAttribute)
 		}
+		if offererQuick && sdp.HasSessionAttribute(answer, QuickPairAttribute) {
+			offererQ.Enable(nil)
+		}
+		return answer
 	})
-	received := make(chan []byte, 1)
-	answerer.OnDataChannel(func(d *webrtc.DataChannel) {
-		d.OnOpen(func() {
-			raw, err := d.Detach()
-			if err != nil {
-				return
-			}
-			buf := make([]byte, 100)
-			n, _ := raw.Read(buf)
-			received <- buf[:n]
-		})
-	})
-	offer, err := LocalDescription(ctx, offerer, webrtc.SDPTypeOffer, time.Minute, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := answerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer.SDP}); err != nil {
-		t.Fatal(err)
-	}
-	answer, err := LocalDescription(ctx, answerer, webrtc.SDPTypeAnswer, time.Minute, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answerSDP := answer.SDP
-	if answererQuick {
-		answerSDP = sdp.AddSessionAttribute(answerSDP, QuickPairAttribute)
-	}
-	if offererQuick && sdp.HasSessionAttribute(answerSDP, QuickPairAttribute) {
-		offererQ.Enable(nil)
-	}
-	if err := offerer.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answerSDP}); err != nil {
-		t.Fatalf("the offerer refused the answer: %v\n%s", err, strings.ReplaceAll(answerSDP, "\r\n", "\n"))
-	}
-	select {
-	case raw := <-opened:
-		if _, err := raw.Write([]byte("hello")); err != nil {
-			t.Fatal(err)
-		}
-	case <-ctx.Done():
-		t.Fatal("the DataChannel did not open")
-	}
-	select {
-	case got := <-received:
-		if !bytes.Equal(got, []byte("hello")) {
-			t.Errorf("received %q", got)
-		}
-	case <-ctx.Done():
-		t.Fatal("nothing received")
-	}
 	t.Logf("quick selections %d, nominations received %d", selected.Load(), nominated.Load())
 }
