@@ -83,15 +83,7 @@ func TestSilentSessionWakes(t *testing.T) {
 	<-first.done
 	eventually(t, "the session goes silent", func() bool { return r.Stats().SilentSessions == 1 })
 	pconn.dialCarrier(t, wsURL)
-	h := sha256.New()
-	h.Write(head)
-	n, err := io.Copy(h, stream)
-	if err != nil || int(n)+len(head) != size {
-		t.Fatalf("download after the silence: %d bytes, %v; want %d", int(n)+len(head), err, size)
-	}
-	if !bytes.Equal(h.Sum(nil), sourceDigest(size, 2)) {
-		t.Fatal("download corrupted")
-	}
+	finishDownload(t, "after the silence", stream, head, size, 2)
 	if st := r.Stats(); st.Sessions != 1 || st.SilentSessions != 0 || st.SessionsAbandoned != 0 || st.SessionsResent != 1 {
 		t.Errorf("%d sessions, %d silent, %d abandoned, %d resent; want 1, 0, 0, 1", st.Sessions, st.SilentSessions, st.SessionsAbandoned, st.SessionsResent)
 	}
@@ -116,18 +108,25 @@ func TestSessionResumesOnNewCarrier(t *testing.T) {
 	eventually(t, "the relay lets the dead carrier go", func() bool { return r.Stats().ActiveConnections == 0 })
 	pconn.dialCarrier(t, wsURL)
 	second := pconn.dialCarrier(t, wsURL)
-	h := sha256.New()
-	h.Write(head)
-	n, err := io.Copy(h, stream)
-	if err != nil || int(n)+len(head) != size {
-		t.Fatalf("download after the new carrier: %d bytes, %v; want %d", int(n)+len(head), err, size)
-	}
-	if !bytes.Equal(h.Sum(nil), sourceDigest(size, 3)) {
-		t.Fatal("download corrupted")
-	}
+	finishDownload(t, "after the new carrier", stream, head, size, 3)
 	if st := r.Stats(); st.Sessions != 1 || st.SilentSessions != 0 || st.SessionsResent != 1 {
 		t.Errorf("%d sessions, %d silent, %d resent; want 1, 0, 1", st.Sessions, st.SilentSessions, st.SessionsResent)
 	}
 	second.kill()
 	eventually(t, "one of two carriers gone: resent again", func() bool { return r.Stats().SessionsResent == 2 })
+}
+
+// finishDownload reads the rest of a download whose first bytes were head
+// and checks that all of it is sourceServer's size bytes of seed.
+func finishDownload(t *testing.T, when string, stream io.Reader, head []byte, size int, seed uint64) {
+	t.Helper()
+	h := sha256.New()
+	h.Write(head)
+	n, err := io.Copy(h, stream)
+	if err != nil || int(n)+len(head) != size {
+		t.Fatalf("download %s: %d bytes, %v; want %d", when, int(n)+len(head), err, size)
+	}
+	if !bytes.Equal(h.Sum(nil), sourceDigest(size, seed)) {
+		t.Fatalf("download %s corrupted", when)
+	}
 }
