@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flurrypt/flurry/common/turbotunnel"
+	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
@@ -36,15 +38,20 @@ func buildRelay(tb testing.TB, dir string) string {
 	return bin
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
+// freePort returns a loopback TCP port that was free a moment ago, below
+// the ephemeral ports (demo.FreeAddr).
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := demo.FreeAddr()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	_, port, _ := net.SplitHostPort(addr)
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
 }
 
 // TestTorManagedTransport has Debian's tor start flurry-relay as its

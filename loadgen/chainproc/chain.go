@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/childproc"
 	"github.com/flurrypt/flurry/loadgen/internal/measure"
 	"github.com/flurrypt/flurry/loadgen/internal/tcptarget"
@@ -71,7 +72,7 @@ var ptEnv = []string{"TOR_PT_MANAGED_TRANSPORT_VER=1"}
 // pluggable transport, plain WebSocket, forwarding every stream to orport;
 // it returns once the server listens, with its WebSocket address.
 func StartManagedServer(ctx context.Context, dir, bin, orport string) (*childproc.Process, string, error) {
-	addr, err := freePort()
+	addr, err := demo.FreeAddr()
 	if err != nil {
 		return nil, "", err
 	}
@@ -110,15 +111,6 @@ type Chain struct {
 	SOCKSAddr      string
 }
 
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // StartChain starts im's four roles; on error the caller stops what started.
 func StartChain(ctx context.Context, opt ChainOptions, im Implementation) (*Chain, error) {
 	c := &Chain{Implementation: im, dir: opt.Dir, Procs: map[string]*childproc.Process{}}
@@ -134,13 +126,13 @@ func StartChain(ctx context.Context, opt ChainOptions, im Implementation) (*Chai
 		return c, err
 	}
 	c.Procs[RoleServer] = server
-	brokerAddr, err := freePort()
+	brokerAddr, err := demo.FreeAddr()
 	if err != nil {
 		return c, err
 	}
 	// A closed port for STUN and the NAT probe: both implementations' proxies
 	// default to public servers, which must not even be looked up.
-	closedAddr, err := freePort()
+	closedAddr, err := demo.FreeAddr()
 	if err != nil {
 		return c, err
 	}

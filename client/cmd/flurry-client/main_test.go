@@ -24,6 +24,7 @@ import (
 
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 
+	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/chaintest"
 	"github.com/flurrypt/flurry/messages"
 )
@@ -120,15 +121,15 @@ func socksEcho(tb testing.TB, addr, user, pass string) {
 	echoCheck(tb, conn, 256<<10)
 }
 
-// freePort returns a loopback address where nothing listens (for now).
+// freePort returns a loopback address where nothing listens (for now),
+// below the ephemeral ports (demo.FreeAddr).
 func freePort(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := demo.FreeAddr()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // echoCheck sends size random bytes over conn and checks they come back.

@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
@@ -257,18 +258,20 @@ func (ca *CA) Command(t testing.TB, args ...string) fmt.Stringer {
 	return out
 }
 
-// FreeAddr returns a loopback TCP address nothing listens on now.
+// FreeAddr returns a loopback TCP address nothing listens on now, below
+// the ephemeral ports (demo.FreeAddr): pebble and the command under test
+// bind theirs only after pebble has started, and a port from the ephemeral
+// range could be taken meanwhile by any connection on the machine.
 func FreeAddr(t testing.TB) string { return freeAddr(t) }
 
 // freeAddr is FreeAddr.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := demo.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 func atoi(t testing.TB, s string) int {
