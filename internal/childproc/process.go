@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flurrypt/flurry/internal/envprofile"
 )
 
 // DefaultStopTimeout is how long Stop waits after SIGTERM before SIGKILL.
@@ -27,7 +29,10 @@ type Config struct {
 	Path string
 	Args []string
 	// Env is added to the supervisor's own environment (later entries
-	// win). With CleanEnv the process gets only Env (and PATH, HOME).
+	// win). With CleanEnv the process gets only Env and keptEnv's
+	// variables: PATH, HOME, the Go runtime's settings and the profiling
+	// switches, so that a run's GOGC or FLURRY_PROFILE_DIR reaches every
+	// process it starts.
 	Env      []string
 	CleanEnv bool
 	// Dir is the working directory; empty means the supervisor's.
@@ -172,12 +177,16 @@ func (p *Process) launch() (<-chan struct{}, error) {
 	return done, nil
 }
 
+// keptEnv names the supervisor's variables a CleanEnv process still gets.
+var keptEnv = []string{"PATH", "HOME", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOTRACEBACK",
+	envprofile.DirEnv, envprofile.SecondsEnv}
+
 func (p *Process) environ() []string {
 	if !p.cfg.CleanEnv {
 		return append(os.Environ(), p.cfg.Env...)
 	}
 	var env []string
-	for _, k := range []string{"PATH", "HOME"} {
+	for _, k := range keptEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/flurrypt/flurry/internal/testkit/testenv"
+
+	"github.com/flurrypt/flurry/internal/envprofile"
 )
 
 // These tests drive /bin/sh children, so they run in -short too.
@@ -242,5 +244,40 @@ func TestHoldStdinAndStdout(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(out.Name()); string(b) != "out\n" {
 		t.Errorf("stdout file %q, want out", b)
+	}
+}
+
+// TestCleanEnv: a CleanEnv process gets its Env, PATH, the Go runtime's
+// settings and the profiling switches, and nothing else of the
+// supervisor's environment.
+func TestCleanEnv(t *testing.T) {
+	t.Setenv("GOGC", "150")
+	t.Setenv(envprofile.DirEnv, "/profiles")
+	t.Setenv("TOR_PT_MANAGED_TRANSPORT_VER", "1")
+	p, err := New(Config{
+		Name: "sh", Path: shell(t), Args: []string{"-c", "env; echo done"},
+		Env: []string{"OWN=yes"}, CleanEnv: true,
+		LogPath: filepath.Join(t.TempDir(), "sh.log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	waitFor(t, func() bool {
+		b, _ := os.ReadFile(p.LogPath())
+		out = string(b)
+		return strings.Contains(out, "done")
+	})
+	for _, want := range []string{"OWN=yes", "GOGC=150", envprofile.DirEnv + "=/profiles", "PATH="} {
+		if !strings.Contains(out, "\n"+want) {
+			t.Errorf("the process's environment lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "TOR_PT_") {
+		t.Errorf("the supervisor's TOR_PT_ variable reached a CleanEnv process:\n%s", out)
 	}
 }
