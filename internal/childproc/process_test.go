@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flurrypt/flurry/internal/testkit/testenv"
-
 	"github.com/flurrypt/flurry/internal/envprofile"
+	"github.com/flurrypt/flurry/internal/testkit/testenv"
 )
 
 // These tests drive /bin/sh children, so they run in -short too.
