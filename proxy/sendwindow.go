@@ -70,6 +70,16 @@ type sendWindow struct {
 	fullBw       float64
 	fullBwRounds int
 
+	// Acknowledgement aggregation (BBR's extra_acked): how far the
+	// client's acknowledgements ran ahead of the delivery rate in the
+	// current epoch, and the largest such excess of the last
+	// 2 × extraAckedRounds rounds, in two slots.
+	ackEpochStart time.Time
+	ackEpochAcked uint64
+	extraAcked    [2]uint64
+	extraSlot     int
+	extraRounds   int
+
 	// Pacing (pacingRate): after startup, drain until what is in flight
 	// is one bandwidth-delay product, then cycle through probeBWGains,
 	// one minimum round trip each.
@@ -216,6 +226,7 @@ func (w *sendWindow) acked(now time.Time, buffered, held uint64) {
 	if delivered <= w.delivered {
 		return
 	}
+	w.aggregation(now, delivered-w.delivered)
 	w.delivered, w.deliveredAt = delivered, now
 	for w.mlen > 0 && w.marks[w.mhead].end <= delivered {
 		m := &w.marks[w.mhead]
@@ -281,6 +292,10 @@ func (w *sendWindow) beginRound(now time.Time) {
 
 func (w *sendWindow) endRound(now time.Time) {
 	w.inRound = false
+	if w.extraRounds++; w.extraRounds >= extraAckedRounds {
+		w.extraRounds, w.extraSlot = 0, 1-w.extraSlot
+		w.extraAcked[w.extraSlot] = 0
+	}
 	// A round the relay did not fill says only that the path carries at
 	// least that much.
 	if w.roundMax > 0 && (!w.roundMaxLimited || w.roundMax > w.bandwidth()) {
@@ -380,12 +395,58 @@ func (w *sendWindow) window(now time.Time) int {
 		win := int(startupGain * bw * w.minRTT.Seconds())
 		return min(max(win, initialWindow), maxWindow)
 	}
-	gain := steadyGain
 	if w.drain {
-		gain = drainGain
+		return min(max(int(drainGain*bw*w.minRTT.Seconds()), minWindow), maxWindow)
 	}
-	win := int(gain * bw * w.minRTT.Seconds())
+	win := int(steadyGain * bw * w.minRTT.Seconds())
+	if win < shortPathWindow {
+		win = min(win+w.aggregationAllowance(bw), shortPathWindow)
+	}
 	return min(max(win, minWindow), maxWindow)
+}
+
+// Acknowledgements that come in bursts (a client, or this proxy, busy
+// with other work: dozens of users on one machine) make the round trip
+// under load far longer than the minimum, and a window of twice the
+// bandwidth-delay product then caps the rate below what the path
+// carries; the next rounds measure that lower rate and the window
+// shrinks again, down to minWindow: one user of fifty starved so on
+// loopback. As BBR does, a window below shortPathWindow (after startup
+// and drain) also holds the largest excess of acknowledgements over the
+// delivery rate seen in an epoch of the last 10 rounds, at most
+// maxExtraAcked of the rate, up to shortPathWindow: what a user on a short
+// path has anyway. A larger window has room enough, and more would only
+// hold more of the volunteer's memory.
+const (
+	extraAckedRounds = 5
+	maxExtraAcked    = 100 * time.Millisecond
+	// ackEpochReset bounds an epoch: after this many bytes acknowledged
+	// it starts again, so that a long one does not average a burst away.
+	ackEpochReset = 1 << 20
+)
+
+// aggregation records that n more bytes were acknowledged at now.
+func (w *sendWindow) aggregation(now time.Time, n uint64) {
+	bw := w.bandwidth()
+	if w.ackEpochStart.IsZero() {
+		w.ackEpochStart = now
+	}
+	expected := uint64(bw * now.Sub(w.ackEpochStart).Seconds())
+	if w.ackEpochAcked <= expected || w.ackEpochAcked+n >= ackEpochReset {
+		// The acknowledgements are no faster than the rate: a new epoch.
+		w.ackEpochStart, w.ackEpochAcked, expected = now, 0, 0
+	}
+	w.ackEpochAcked += n
+	if extra := w.ackEpochAcked - expected; extra > w.extraAcked[w.extraSlot] {
+		w.extraAcked[w.extraSlot] = extra
+	}
+}
+
+// aggregationAllowance is what the window holds beyond the bandwidth-delay
+// product for acknowledgements that come in bursts, given the bandwidth.
+func (w *sendWindow) aggregationAllowance(bw float64) int {
+	extra := max(w.extraAcked[0], w.extraAcked[1])
+	return int(min(float64(extra), bw*maxExtraAcked.Seconds()))
 }
 
 // pacingRate returns the rate in bytes per second at which what is
