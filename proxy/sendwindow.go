@@ -419,7 +419,11 @@ func (w *sendWindow) window(now time.Time) int {
 // hold more of the volunteer's memory.
 const (
 	extraAckedRounds = 5
-	maxExtraAcked    = 100 * time.Millisecond
+	// maxExtraAcked is half of Linux BBR's bound: room for a few tens of
+	// milliseconds of late reading is what the starving user needed, and
+	// more would let larger bursts into a slow bottleneck's short queue
+	// (a 5 Mbit/s link 20 ms away whose queue holds 50 ms).
+	maxExtraAcked = 50 * time.Millisecond
 	// ackEpochReset bounds an epoch: after this many bytes acknowledged
 	// it starts again, so that a long one does not average a burst away.
 	ackEpochReset = 1 << 20
