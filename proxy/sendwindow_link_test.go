@@ -144,6 +144,19 @@ func (l *linkSim) buffered(now time.Time) uint64 {
 	return l.written - l.acked
 }
 
+// carry drives a new send window over l for d, its randomness from seed,
+// and returns the window and the rate the path carried, in B/s.
+func (l *linkSim) carry(t *testing.T, seed uint64, d time.Duration) (*sendWindow, float64) {
+	l.rng = rand.New(rand.NewPCG(seed, seed+1))
+	if testing.Verbose() {
+		l.trace = t.Logf
+	}
+	w := newSendWindow()
+	start := time.Unix(1000, 0)
+	now := l.run(w, start, d)
+	return w, float64(l.acked) / now.Sub(start).Seconds()
+}
+
 // run drives w over l for d on a 1 ms clock as relayToClient does.
 func (l *linkSim) run(w *sendWindow, start time.Time, d time.Duration) time.Time {
 	now := start
@@ -197,14 +210,7 @@ func TestSendWindowShortQueue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := tc.link
-			l.rng = rand.New(rand.NewPCG(3, 4))
-			if testing.Verbose() {
-				l.trace = t.Logf
-			}
-			w := newSendWindow()
-			start := time.Unix(1000, 0)
-			now := l.run(w, start, 30*time.Second)
-			rate := float64(l.acked) / now.Sub(start).Seconds()
+			w, rate := l.carry(t, 3, 30*time.Second)
 			dropped := float64(l.dropped) / float64(l.datagrams)
 			t.Logf("carried %.0f B/s of %.0f, bw estimate %.0f, minRTT %v, queue drops %.1f %% of %d datagrams",
 				rate, l.rate, w.bandwidth(), w.minRTT, 100*dropped, l.datagrams)
@@ -259,15 +265,8 @@ func TestSendWindowDrainEnds(t *testing.T) {
 // did for one user of fifty on loopback.
 func TestSendWindowAckBursts(t *testing.T) {
 	l := linkSim{rate: 4e6, rtt: 4 * time.Millisecond, ackEvery: 30 * time.Millisecond}
-	l.rng = rand.New(rand.NewPCG(7, 8))
-	if testing.Verbose() {
-		l.trace = t.Logf
-	}
-	w := newSendWindow()
-	start := time.Unix(1000, 0)
-	now := l.run(w, start, 10*time.Second)
-	rate := float64(l.acked) / now.Sub(start).Seconds()
-	t.Logf("carried %.0f B/s of %.0f, bw estimate %.0f, minRTT %v, window %d", rate, l.rate, w.bandwidth(), w.minRTT, w.window(now))
+	w, rate := l.carry(t, 7, 10*time.Second)
+	t.Logf("carried %.0f B/s of %.0f, bw estimate %.0f, minRTT %v", rate, l.rate, w.bandwidth(), w.minRTT)
 	if rate < 0.5*l.rate {
 		t.Errorf("carried %.0f B/s, want at least half of %.0f", rate, l.rate)
 	}
