@@ -166,17 +166,21 @@ func waitEvent(tb testing.TB, events <-chan client.Event, kind client.EventKind)
 }
 
 // newLoopbackClient returns a client of the given broker, restricted to
-// loopback.
-func newLoopbackClient(tb testing.TB, brokerURL string, maxProxies int, events chan client.Event) *client.Client {
+// loopback; tweaks change its Config.
+func newLoopbackClient(tb testing.TB, brokerURL string, maxProxies int, events chan client.Event, tweaks ...func(*client.Config)) *client.Client {
 	tb.Helper()
-	c, err := client.New(client.Config{
+	cfg := client.Config{
 		BrokerURL:    brokerURL,
 		LoopbackOnly: true,
 		Max:          maxProxies,
 		Events:       events,
 		Logger:       chaintest.Logger(tb),
 		RetryMin:     100 * time.Millisecond,
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	c, err := client.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -210,9 +214,10 @@ type inProcessChain struct {
 }
 
 // dialInProcess starts a test relay, nProxies test proxies and a test
-// broker, dials a loopback client with max proxies and waits until max
-// proxies are connected. The session is closed when the test ends.
-func dialInProcess(t *testing.T, nProxies, max int) *inProcessChain {
+// broker, dials a loopback client with max proxies (its Config changed by
+// tweaks) and waits until max proxies are connected. The session is closed
+// when the test ends.
+func dialInProcess(t *testing.T, nProxies, max int, tweaks ...func(*client.Config)) *inProcessChain {
 	t.Helper()
 	relay := startTestRelay(t)
 	ch := &inProcessChain{events: make(chan client.Event, 256)}
@@ -220,7 +225,7 @@ func dialInProcess(t *testing.T, nProxies, max int) *inProcessChain {
 		ch.proxies = append(ch.proxies, newTestProxy(t, fmt.Sprintf("p%d", i+1), relay))
 	}
 	broker := startTestBroker(t, ch.proxies...)
-	c := newLoopbackClient(t, broker.URL(), max, ch.events)
+	c := newLoopbackClient(t, broker.URL(), max, ch.events, tweaks...)
 	conn := dial(t, c)
 	t.Cleanup(func() { conn.Close() })
 	for range max {
@@ -314,6 +319,60 @@ func TestInProcessStalledProxy(t *testing.T) {
 	}
 	if p2.served.Load() != 1 {
 		t.Errorf("p2 served %d DataChannels, want 1", p2.served.Load())
+	}
+}
+
+// slowDeadPeer gives the quiet tests a dead-peer timeout long enough that
+// a loopback rendezvous fits in its second half even on a loaded machine,
+// and a reply timeout that does not drop a silent proxy first.
+func slowDeadPeer(cfg *client.Config) {
+	cfg.DeadPeerTimeout = 4 * time.Second
+	cfg.ReplyTimeout = idleTimeout / 2
+}
+
+// TestInProcessQuietProxyReplaced kills the serving proxy silently (max=1)
+// in the middle of the transfer: its replacement must be collected while
+// the dead proxy is only quiet, and connect before it is dropped.
+func TestInProcessQuietProxyReplaced(t *testing.T) {
+	ch := dialInProcess(t, 2, 1, slowDeadPeer)
+	p1, p2, conn, events := ch.proxies[0], ch.proxies[1], ch.conn, ch.events
+
+	res := echoTransfer(t, conn, transferSize, transferSize/3, p1.Kill)
+	if res.sent != res.received {
+		t.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
+	}
+	connected := waitEvent(t, events, client.EventProxyConnected)
+	lost := waitEvent(t, events, client.EventProxyLost)
+	t.Logf("replacement connected %v before the dead proxy was dropped (%v); longest stall %v",
+		lost.Time.Sub(connected.Time).Round(time.Millisecond), lost.Err, res.maxGap)
+	if lost.Peer == connected.Peer {
+		t.Errorf("the replacement %s was lost", lost.Peer)
+	}
+	if p2.served.Load() != 1 {
+		t.Errorf("p2 served %d DataChannels, want 1", p2.served.Load())
+	}
+	if st := conn.Stats(); st.Proxies != 1 || st.Resends < 1 {
+		t.Errorf("session holds %d proxies and resent %d times, want 1 and at least 1", st.Proxies, st.Resends)
+	}
+}
+
+// TestQuietProxyHeardAgain silences an idle session's proxy (max=1) until
+// its replacement has connected, then lets it be heard again: the session
+// must close the old one (ErrReplaced), keep one proxy, and carry data.
+func TestQuietProxyHeardAgain(t *testing.T) {
+	ch := dialInProcess(t, 2, 1, slowDeadPeer)
+	p1, conn, events := ch.proxies[0], ch.conn, ch.events
+
+	p1.udp.Blackhole()
+	replacement := waitEvent(t, events, client.EventProxyConnected)
+	p1.udp.Restore()
+	lost := waitEvent(t, events, client.EventProxyLost)
+	if !errors.Is(lost.Err, client.ErrReplaced) || lost.Peer == replacement.Peer {
+		t.Fatalf("lost %s for %v, want the first proxy for ErrReplaced", lost.Peer, lost.Err)
+	}
+	checkEcho(t, conn, 1<<20)
+	if st := conn.Stats(); st.Proxies != 1 {
+		t.Errorf("session holds %d proxies, want 1", st.Proxies)
 	}
 }
 

@@ -45,8 +45,10 @@
 //     or packets the relay answers went out through it and nothing came back
 //     for ReplyTimeout (2 s, or twice KCP's retransmission timeout if longer;
 //     the reason is ErrNoReply; during a download a silent proxy is sent a
-//     KCP window probe, which the relay answers); a replacement rendezvous
-//     starts at once. Snowflake waits up to 20 s of
+//     KCP window probe, which the relay answers). The replacement
+//     rendezvous starts when ICE has heard nothing for half of
+//     DeadPeerTimeout; a quiet proxy heard again after its replacement
+//     connected is closed (ErrReplaced). Snowflake waits up to 20 s of
 //     silence and then up to 10 s for its next collection tick.
 //   - Deadlines on ICE gathering (Snowflake waits forever), on the broker
 //     exchange and on the DataChannel open.

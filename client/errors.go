@@ -39,4 +39,9 @@ var (
 	// ErrIdle is the reason of an EventProxyLost for a proxy from which
 	// nothing arrived for Config.IdleTimeout (Snowflake's 20 s).
 	ErrIdle = webrtcpeer.ErrIdle
+	// ErrReplaced is the reason of an EventProxyLost for a proxy that
+	// fell quiet (ICE heard nothing from it for half of
+	// Config.DeadPeerTimeout) and was heard again after its replacement
+	// had connected.
+	ErrReplaced = errors.New("proxy replaced after falling quiet")
 )

@@ -51,6 +51,11 @@ type session struct {
 	kcp     *kcp.UDPSession
 	mux     *smux.Session
 	fins    *finWatchConn
+	// quiet holds the carriers whose proxy ICE has not heard from for
+	// half the dead-peer timeout; quietChanged is closed and replaced
+	// whenever it changes.
+	quiet        map[*carrier]struct{}
+	quietChanged chan struct{}
 
 	closeOnce sync.Once
 	resends   atomic.Uint64 // times resend reset KCP's timers
@@ -71,6 +76,9 @@ func newSession(c *Client) (*session, error) {
 		seal:      seal,
 		log:       c.log.With("session", id.String()),
 		connected: make(chan struct{}),
+
+		quiet:        make(map[*carrier]struct{}),
+		quietChanged: make(chan struct{}),
 	}
 	prober := &kcpProber{}
 	s.pconn = multipath.New(id, relayAddr{}, multipath.ReplyWatch{
@@ -206,25 +214,36 @@ func (s *session) close() {
 }
 
 // collect keeps Config.Max proxies connected until ctx ends: whenever the
-// session has fewer, it runs one connection attempt, pausing after
-// failures (RetryMin doubling up to RetryMax, with jitter).
+// session has fewer that are not quiet, it runs one connection attempt,
+// pausing after failures (RetryMin doubling up to RetryMax, with jitter).
+// Counting a quiet proxy as missing starts its replacement half a
+// dead-peer timeout before it is dropped, which on a long path is most of
+// the failover; if it is heard again meanwhile, one of the two is closed.
 func (s *session) collect(ctx context.Context) {
 	defer s.wg.Done()
 	pause := s.c.cfg.RetryMin
 	for {
-		// Wait until a proxy is missing.
+		// Wait until a proxy is missing or quiet.
 		for {
 			changed := s.pconn.Changed()
-			if s.pconn.Len() < s.c.cfg.Max {
+			quietChanged := s.quietChan()
+			if s.healthy() < s.c.cfg.Max {
 				break
 			}
 			select {
 			case <-changed:
+			case <-quietChanged:
 			case <-ctx.Done():
 				return
 			}
 		}
 		peer, peerID, err := s.c.connect(ctx)
+		if err == nil && s.healthy() >= s.c.cfg.Max {
+			// The quiet proxy was heard again while this one connected.
+			s.log.Info("replacement not needed", "peer", peerID)
+			_ = peer.Close()
+			continue
+		}
 		if err == nil {
 			err = s.addPeer(peer)
 		}
@@ -261,6 +280,7 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 		return err
 	}
 	car.onClose = func(reason error) {
+		s.forgetQuiet(car)
 		if errors.Is(reason, webrtcpeer.ErrClosed) && s.closing() {
 			return
 		}
@@ -273,6 +293,7 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 	if _, err := s.pconn.Add(car); err != nil {
 		return err
 	}
+	peer.OnQuiet(func(quiet bool) { s.setQuiet(car, quiet) })
 	if s.pconn.Len() == 1 && s.pconn.Stats().Carriers > 1 {
 		s.resend() // a proxy after none
 	}
@@ -280,6 +301,63 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 	s.c.emit(Event{Kind: EventProxyConnected, Peer: peer.ID()})
 	s.connOnce.Do(func() { close(s.connected) })
 	return nil
+}
+
+// healthy returns how many of the session's proxies are not quiet.
+func (s *session) healthy() int {
+	s.mu.Lock()
+	quiet := len(s.quiet)
+	s.mu.Unlock()
+	return s.pconn.Len() - quiet
+}
+
+// quietChan returns a channel that is closed the next time a proxy falls
+// quiet or is heard again.
+func (s *session) quietChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quietChanged
+}
+
+// setQuiet records that car's proxy fell quiet or was heard again. One
+// heard again while the session holds more than Max proxies (its
+// replacement connected meanwhile) is closed: it has just shown it may
+// stall, and the replacement has not.
+func (s *session) setQuiet(car *carrier, quiet bool) {
+	s.mu.Lock()
+	select {
+	case <-car.Done():
+		s.mu.Unlock()
+		return // onClose has forgotten it, or will
+	default:
+	}
+	if quiet {
+		s.quiet[car] = struct{}{}
+	} else {
+		delete(s.quiet, car)
+	}
+	close(s.quietChanged)
+	s.quietChanged = make(chan struct{})
+	s.mu.Unlock()
+	switch {
+	case quiet:
+		s.log.Info("proxy quiet; collecting a replacement", "peer", car.peer.ID())
+	case s.pconn.Len() > s.c.cfg.Max:
+		go car.CloseWithReason(ErrReplaced)
+	default:
+		s.log.Info("proxy heard again", "peer", car.peer.ID())
+	}
+}
+
+// forgetQuiet drops a closed carrier from the quiet ones.
+func (s *session) forgetQuiet(car *carrier) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.quiet[car]; ok {
+		delete(s.quiet, car)
+		close(s.quietChanged)
+		s.quietChanged = make(chan struct{})
+	}
 }
 
 // resend makes KCP send every segment in flight again at its next flush,

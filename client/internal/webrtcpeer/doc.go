@@ -20,7 +20,9 @@
 //     cleanly);
 //   - ICE loses the proxy: no packet (data or keepalive) for
 //     Config.DeadPeerTimeout, with keepalives sent four times as often, so
-//     a proxy killed without a word is noticed within about a second;
+//     a proxy killed without a word is noticed within about a second.
+//     After half of that the Peer is quiet (Peer.OnQuiet), which lets the
+//     caller seek a replacement while it may still come back;
 //   - nothing arrives for Config.IdleTimeout (20 s, Snowflake's staleness
 //     timeout);
 //   - Close.

@@ -35,7 +35,7 @@ const (
 const MaxMessageSize = 64 << 10
 
 // iceFailedTimeout is how long ICE stays disconnected before it reports
-// failed; a Peer dies at disconnected already.
+// failed; a Peer dies half a dead-peer timeout after disconnected already.
 const iceFailedTimeout = 5 * time.Second
 
 // deadlineRefresh is how often a reading Peer pushes its idle deadline back.
@@ -68,9 +68,10 @@ type Config struct {
 	// Zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
 
-	// DeadPeerTimeout is ICE's disconnected timeout: a Peer that receives
-	// no packet at all (keepalives included) for this long dies. Zero
-	// means DefaultDeadPeerTimeout.
+	// DeadPeerTimeout: a Peer that receives no packet at all (keepalives
+	// included) for this long dies. After half of it the Peer is quiet
+	// (Peer.OnQuiet), so that a replacement can be sought while it may
+	// still come back. Zero means DefaultDeadPeerTimeout.
 	DeadPeerTimeout time.Duration
 
 	// Net replaces pion's network (SettingEngine.SetNet); nil means the
@@ -142,7 +143,10 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		return nil, err
 	}
 	se.EnableDataChannelBlockWrite(true)
-	se.SetICETimeouts(cfg.DeadPeerTimeout, iceFailedTimeout, cfg.DeadPeerTimeout/4)
+	// ICE reports disconnected (the Peer is quiet) after half the
+	// dead-peer timeout without a packet and connected again when one
+	// comes; pion checks at the keepalive interval.
+	se.SetICETimeouts(cfg.DeadPeerTimeout/2, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	// The client is ICE's controlling agent: it nominates the first pair
 	// that works. pion waits 500 ms before nominating a pair with a
 	// server-reflexive candidate and 1 s for a peer-reflexive one, in case
@@ -199,6 +203,7 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		id:          id,
 		pc:          pc,
 		idleTimeout: d.cfg.IdleTimeout,
+		quietGrace:  d.cfg.DeadPeerTimeout - d.cfg.DeadPeerTimeout/2,
 		dead:        make(chan struct{}),
 		closed:      make(chan struct{}),
 		log:         d.log.With("peer", id),
@@ -229,7 +234,9 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		p.log.Debug("ICE connection state", "state", s.String())
 		switch s {
 		case webrtc.ICEConnectionStateDisconnected:
-			p.die(errDisconnected)
+			p.setQuiet(true)
+		case webrtc.ICEConnectionStateConnected:
+			p.setQuiet(false)
 		case webrtc.ICEConnectionStateFailed:
 			p.die(errConnectionFailed)
 		case webrtc.ICEConnectionStateClosed:
@@ -337,6 +344,12 @@ type Peer struct {
 	closed    chan struct{} // closed when Close has finished
 	untrack   func()        // forgets the answer's ICE credentials (covert DTLS)
 
+	quietMu    sync.Mutex // guards the fields below; held while onQuiet runs
+	quietGrace time.Duration
+	quiet      bool
+	quietTimer *time.Timer // kills the Peer at the end of the grace
+	onQuiet    func(quiet bool)
+
 	// Owned by the reader.
 	buf         []byte // MaxMessageSize bytes
 	r, w        int    // unread bytes are buf[r:w]
@@ -388,6 +401,40 @@ func (p *Peer) die(reason error) {
 	p.err = reason
 	close(p.dead)
 	go p.Close()
+}
+
+// OnQuiet calls f whenever the Peer falls quiet (ICE heard nothing from
+// the proxy for half the dead-peer timeout) and when it is heard again; at
+// once if it is quiet already. A Peer that stays quiet for the rest of
+// the timeout dies. f runs on pion's goroutine and must not block or call
+// back into the Peer.
+func (p *Peer) OnQuiet(f func(quiet bool)) {
+	p.quietMu.Lock()
+	defer p.quietMu.Unlock()
+	p.onQuiet = f
+	if p.quiet {
+		f(true)
+	}
+}
+
+// setQuiet records ICE's verdict: quiet starts the grace after which the
+// Peer dies, heard again stops it.
+func (p *Peer) setQuiet(quiet bool) {
+	p.quietMu.Lock()
+	defer p.quietMu.Unlock()
+	if p.quiet == quiet {
+		return
+	}
+	p.quiet = quiet
+	if quiet {
+		p.quietTimer = time.AfterFunc(p.quietGrace, func() { p.die(errDisconnected) })
+	} else {
+		p.quietTimer.Stop()
+	}
+	p.log.Debug("ICE quiet", "quiet", quiet)
+	if p.onQuiet != nil {
+		p.onQuiet(quiet)
+	}
 }
 
 // Read reads the bytes of received messages. It fails once the Peer is

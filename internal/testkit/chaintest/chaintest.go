@@ -252,6 +252,9 @@ type BlackholeConn struct {
 // Blackhole drops every packet from now on, both ways.
 func (c *BlackholeConn) Blackhole() { c.dead.Store(true) }
 
+// Restore ends Blackhole: packets pass again.
+func (c *BlackholeConn) Restore() { c.dead.Store(false) }
+
 // ReadFrom returns the next packet that arrives before Blackhole.
 func (c *BlackholeConn) ReadFrom(p []byte) (int, net.Addr, error) {
 	for {
