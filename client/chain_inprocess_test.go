@@ -322,19 +322,21 @@ func TestInProcessStalledProxy(t *testing.T) {
 	}
 }
 
-// slowDeadPeer gives the quiet tests a dead-peer timeout long enough that
-// a loopback rendezvous fits in its second half even on a loaded machine,
-// and a reply timeout that does not drop a silent proxy first.
-func slowDeadPeer(cfg *client.Config) {
-	cfg.DeadPeerTimeout = 4 * time.Second
-	cfg.ReplyTimeout = idleTimeout / 2
+// slowDeadPeer gives the quiet tests a dead-peer timeout d, long enough
+// that a loopback rendezvous fits in its second half even on a loaded
+// machine, and a reply timeout that does not drop a silent proxy first.
+func slowDeadPeer(d time.Duration) func(*client.Config) {
+	return func(cfg *client.Config) {
+		cfg.DeadPeerTimeout = d
+		cfg.ReplyTimeout = 3 * idleTimeout / 4
+	}
 }
 
 // TestInProcessQuietProxyReplaced kills the serving proxy silently (max=1)
 // in the middle of the transfer: its replacement must be collected while
 // the dead proxy is only quiet, and connect before it is dropped.
 func TestInProcessQuietProxyReplaced(t *testing.T) {
-	ch := dialInProcess(t, 2, 1, slowDeadPeer)
+	ch := dialInProcess(t, 2, 1, slowDeadPeer(4*time.Second))
 	p1, p2, conn, events := ch.proxies[0], ch.proxies[1], ch.conn, ch.events
 
 	res := echoTransfer(t, conn, transferSize, transferSize/3, p1.Kill)
@@ -356,13 +358,17 @@ func TestInProcessQuietProxyReplaced(t *testing.T) {
 	}
 }
 
-// TestQuietProxyHeardAgain silences an idle session's proxy (max=1) until
-// its replacement has connected, then lets it be heard again: the session
-// must close the old one (ErrReplaced), keep one proxy, and carry data.
+// TestQuietProxyHeardAgain silences the proxy (max=1) right after data
+// came through it, until its replacement has connected, then lets it be
+// heard again before the dead-peer timeout (its keepalive interval, a
+// quarter of that, leaves a quarter to spare): the session must close the
+// old one (ErrReplaced), keep one proxy, and carry data. Nothing is sent
+// meanwhile, so that no other rule drops the silent proxy.
 func TestQuietProxyHeardAgain(t *testing.T) {
-	ch := dialInProcess(t, 2, 1, slowDeadPeer)
+	ch := dialInProcess(t, 2, 1, slowDeadPeer(8*time.Second))
 	p1, conn, events := ch.proxies[0], ch.conn, ch.events
 
+	checkEcho(t, conn, 64<<10)
 	p1.udp.Blackhole()
 	replacement := waitEvent(t, events, client.EventProxyConnected)
 	p1.udp.Restore()

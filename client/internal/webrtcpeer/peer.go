@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pion/datachannel"
@@ -143,9 +144,9 @@ func NewDialer(cfg Config) (*Dialer, error) {
 		return nil, err
 	}
 	se.EnableDataChannelBlockWrite(true)
-	// ICE reports disconnected (the Peer is quiet) after half the
-	// dead-peer timeout without a packet and connected again when one
-	// comes; pion checks at the keepalive interval.
+	// ICE reports disconnected after half the dead-peer timeout without a
+	// packet, which starts the Peer's own checks (OnQuiet), and connected
+	// again when one comes; pion checks at the keepalive interval.
 	se.SetICETimeouts(cfg.DeadPeerTimeout/2, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	// The client is ICE's controlling agent: it nominates the first pair
 	// that works. pion waits 500 ms before nominating a pair with a
@@ -203,7 +204,7 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		id:          id,
 		pc:          pc,
 		idleTimeout: d.cfg.IdleTimeout,
-		quietGrace:  d.cfg.DeadPeerTimeout - d.cfg.DeadPeerTimeout/2,
+		deadAfter:   d.cfg.DeadPeerTimeout,
 		dead:        make(chan struct{}),
 		closed:      make(chan struct{}),
 		log:         d.log.With("peer", id),
@@ -234,9 +235,9 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 		p.log.Debug("ICE connection state", "state", s.String())
 		switch s {
 		case webrtc.ICEConnectionStateDisconnected:
-			p.setQuiet(true)
+			p.silent(true)
 		case webrtc.ICEConnectionStateConnected:
-			p.setQuiet(false)
+			p.silent(false)
 		case webrtc.ICEConnectionStateFailed:
 			p.die(errConnectionFailed)
 		case webrtc.ICEConnectionStateClosed:
@@ -344,11 +345,15 @@ type Peer struct {
 	closed    chan struct{} // closed when Close has finished
 	untrack   func()        // forgets the answer's ICE credentials (covert DTLS)
 
-	quietMu    sync.Mutex // guards the fields below; held while onQuiet runs
-	quietGrace time.Duration
-	quiet      bool
-	quietTimer *time.Timer // kills the Peer at the end of the grace
-	onQuiet    func(quiet bool)
+	lastData atomic.Int64 // when the reader last got a message, Unix nanoseconds
+
+	quietMu   sync.Mutex // guards the fields below; held while onQuiet runs
+	deadAfter time.Duration
+	silence   bool        // ICE reports disconnected
+	quiet     bool        // the silence says the proxy may be gone
+	check     *time.Timer // the next checkSilence while silent
+	checkGen  int         // which check is current; a stale one returns
+	onQuiet   func(quiet bool)
 
 	// Owned by the reader.
 	buf         []byte // MaxMessageSize bytes
@@ -403,11 +408,21 @@ func (p *Peer) die(reason error) {
 	go p.Close()
 }
 
-// OnQuiet calls f whenever the Peer falls quiet (ICE heard nothing from
-// the proxy for half the dead-peer timeout) and when it is heard again; at
-// once if it is quiet already. A Peer that stays quiet for the rest of
-// the timeout dies. f runs on pion's goroutine and must not block or call
-// back into the Peer.
+// quietSlack is added to the silence a live proxy can keep (below) before
+// a Peer is quiet, for jitter.
+const quietSlack = 20 * time.Millisecond
+
+// OnQuiet calls f whenever the Peer falls quiet and when it is heard
+// again; at once if it is quiet already. Quiet means that ICE has heard
+// nothing from the proxy (data or keepalive) for longer than a live one
+// stays silent: ICE sends a keepalive after a quarter of the dead-peer
+// timeout without a packet, checked as often, so the answer comes within
+// half the timeout and a round trip (plus a quarter of one and
+// quietSlack, for jitter). And data must have been arriving when the
+// silence began: silences between an idle session's keepalives are no
+// sign. A Peer silent for the whole dead-peer timeout dies. f runs on a
+// timer's or pion's goroutine and must not block or call back into the
+// Peer.
 func (p *Peer) OnQuiet(f func(quiet bool)) {
 	p.quietMu.Lock()
 	defer p.quietMu.Unlock()
@@ -417,24 +432,68 @@ func (p *Peer) OnQuiet(f func(quiet bool)) {
 	}
 }
 
-// setQuiet records ICE's verdict: quiet starts the grace after which the
-// Peer dies, heard again stops it.
-func (p *Peer) setQuiet(quiet bool) {
+// silent records ICE's verdict: disconnected (nothing heard for half the
+// dead-peer timeout) starts checking the silence, connected again ends it.
+func (p *Peer) silent(silent bool) {
 	p.quietMu.Lock()
 	defer p.quietMu.Unlock()
-	if p.quiet == quiet {
+	if p.silence == silent {
 		return
 	}
-	p.quiet = quiet
-	if quiet {
-		p.quietTimer = time.AfterFunc(p.quietGrace, func() { p.die(errDisconnected) })
-	} else {
-		p.quietTimer.Stop()
+	p.silence = silent
+	if silent {
+		// Not on pion's goroutine: the statistics wait for ICE's loop.
+		p.scheduleCheck(0)
+		return
 	}
-	p.log.Debug("ICE quiet", "quiet", quiet)
-	if p.onQuiet != nil {
-		p.onQuiet(quiet)
+	p.checkGen++
+	p.check.Stop()
+	if p.quiet {
+		p.quiet = false
+		p.log.Debug("heard again")
+		if p.onQuiet != nil {
+			p.onQuiet(false)
+		}
 	}
+}
+
+// scheduleCheck runs checkSilence after d; quietMu is held.
+func (p *Peer) scheduleCheck(d time.Duration) {
+	p.checkGen++
+	gen := p.checkGen
+	p.check = time.AfterFunc(d, func() { p.checkSilence(gen) })
+}
+
+// checkSilence measures the silence from ICE's statistics, kills the Peer
+// or marks it quiet when its time has come, and else checks again then.
+func (p *Peer) checkSilence(gen int) {
+	st, ok := p.pc.SCTP().Transport().ICETransport().GetSelectedCandidatePairStats()
+	p.quietMu.Lock()
+	defer p.quietMu.Unlock()
+	if gen != p.checkGen || !p.silence {
+		return
+	}
+	last := st.LastPacketReceivedTimestamp.Time()
+	silence := time.Since(last)
+	if !ok || silence >= p.deadAfter {
+		p.die(errDisconnected)
+		return
+	}
+	rtt := time.Duration(st.CurrentRoundTripTime * float64(time.Second))
+	quietAfter := p.deadAfter/2 + rtt + rtt/4 + quietSlack
+	next := p.deadAfter
+	switch {
+	case p.quiet || quietAfter >= p.deadAfter:
+	case silence < quietAfter:
+		next = quietAfter
+	case last.UnixNano()-p.lastData.Load() < int64(p.deadAfter/2):
+		p.quiet = true
+		p.log.Debug("quiet", "silence", silence, "rtt", rtt)
+		if p.onQuiet != nil {
+			p.onQuiet(true)
+		}
+	}
+	p.scheduleCheck(next - silence)
 }
 
 // Read reads the bytes of received messages. It fails once the Peer is
@@ -482,6 +541,7 @@ func (p *Peer) fill() error {
 			return p.readError(err)
 		}
 		if n > 0 {
+			p.lastData.Store(time.Now().UnixNano())
 			p.r, p.w = 0, n
 			return nil
 		}
