@@ -145,7 +145,8 @@ func checkEcho(tb testing.TB, conn net.Conn, size int) {
 	}
 }
 
-// waitEvent returns the next event of the given kind, or fails the test.
+// waitEvent returns the next event of the given kind (of any kind if 0), or
+// fails the test.
 func waitEvent(tb testing.TB, events <-chan client.Event, kind client.EventKind) client.Event {
 	tb.Helper()
 	timeout := time.NewTimer(hangGuard)
@@ -156,7 +157,7 @@ func waitEvent(tb testing.TB, events <-chan client.Event, kind client.EventKind)
 			if !chaintest.Quiet(tb) {
 				tb.Logf("event: %v", e)
 			}
-			if e.Kind == kind {
+			if kind == 0 || e.Kind == kind {
 				return e
 			}
 		case <-timeout.C:
@@ -380,6 +381,26 @@ func TestQuietProxyHeardAgain(t *testing.T) {
 	if st := conn.Stats(); st.Proxies != 1 {
 		t.Errorf("session holds %d proxies, want 1", st.Proxies)
 	}
+}
+
+// TestIdleSessionNotQuiet silences the proxy of a session that has carried
+// nothing for a while (max=1): silences between an idle session's
+// keepalives are no sign, so the replacement is collected only once the
+// proxy is dropped.
+func TestIdleSessionNotQuiet(t *testing.T) {
+	deadPeer := 4 * time.Second
+	ch := dialInProcess(t, 2, 1, slowDeadPeer(deadPeer))
+	p1, conn, events := ch.proxies[0], ch.conn, ch.events
+
+	time.Sleep(deadPeer) // no data for that long: idle
+	p1.udp.Blackhole()
+	for e := waitEvent(t, events, 0); e.Kind != client.EventProxyLost; e = waitEvent(t, events, 0) {
+		if e.Kind == client.EventOfferCreated {
+			t.Fatalf("replacement sought before the proxy was lost: %v", e)
+		}
+	}
+	waitEvent(t, events, client.EventProxyConnected)
+	checkEcho(t, conn, 64<<10)
 }
 
 // TestIdleProxyDropped: a proxy that keeps its DataChannel and ICE alive

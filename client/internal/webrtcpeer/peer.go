@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pion/datachannel"
@@ -345,8 +344,6 @@ type Peer struct {
 	closed    chan struct{} // closed when Close has finished
 	untrack   func()        // forgets the answer's ICE credentials (covert DTLS)
 
-	lastData atomic.Int64 // when the reader last got a message, Unix nanoseconds
-
 	quietMu   sync.Mutex // guards the fields below; held while onQuiet runs
 	deadAfter time.Duration
 	silence   bool        // ICE reports disconnected
@@ -354,6 +351,13 @@ type Peer struct {
 	check     *time.Timer // the next checkSilence while silent
 	checkGen  int         // which check is current; a stale one returns
 	onQuiet   func(quiet bool)
+	// What the first check of a silence saw: when, the packets and
+	// keepalive answers received by then, and whether data had been
+	// arriving.
+	silentSince time.Time
+	checks      int
+	received    uint64
+	midTransfer bool
 
 	// Owned by the reader.
 	buf         []byte // MaxMessageSize bytes
@@ -408,21 +412,21 @@ func (p *Peer) die(reason error) {
 	go p.Close()
 }
 
-// quietSlack is added to the silence a live proxy can keep (below) before
-// a Peer is quiet, for jitter.
+// quietSlack is added to the silence a live proxy can keep before a Peer
+// is quiet, for jitter.
 const quietSlack = 20 * time.Millisecond
 
 // OnQuiet calls f whenever the Peer falls quiet and when it is heard
 // again; at once if it is quiet already. Quiet means that ICE has heard
-// nothing from the proxy (data or keepalive) for longer than a live one
-// stays silent: ICE sends a keepalive after a quarter of the dead-peer
-// timeout without a packet, checked as often, so the answer comes within
-// half the timeout and a round trip (plus a quarter of one and
-// quietSlack, for jitter). And data must have been arriving when the
-// silence began: silences between an idle session's keepalives are no
-// sign. A Peer silent for the whole dead-peer timeout dies. f runs on a
-// timer's or pion's goroutine and must not block or call back into the
-// Peer.
+// nothing from the proxy (data or keepalive answer) for longer than a
+// live one stays silent, and that data was arriving when the silence
+// began (silences between an idle session's keepalives are no sign). ICE
+// sends a keepalive after a quarter of the dead-peer timeout without a
+// packet, checked as often, and reports the silence after half of it; a
+// live proxy's answer comes within a round trip of that (the Peer waits
+// 1.25 round trips and quietSlack). A Peer silent for the whole dead-peer
+// timeout dies. f runs on a timer's or pion's goroutine and must not
+// block or call back into the Peer.
 func (p *Peer) OnQuiet(f func(quiet bool)) {
 	p.quietMu.Lock()
 	defer p.quietMu.Unlock()
@@ -442,6 +446,8 @@ func (p *Peer) silent(silent bool) {
 	}
 	p.silence = silent
 	if silent {
+		p.silentSince = time.Now()
+		p.checks = 0
 		// Not on pion's goroutine: the statistics wait for ICE's loop.
 		p.scheduleCheck(0)
 		return
@@ -464,8 +470,11 @@ func (p *Peer) scheduleCheck(d time.Duration) {
 	p.check = time.AfterFunc(d, func() { p.checkSilence(gen) })
 }
 
-// checkSilence measures the silence from ICE's statistics, kills the Peer
-// or marks it quiet when its time has come, and else checks again then.
+// checkSilence reads ICE's statistics of the selected pair: the first
+// time in a silence to note what has been received, then to see whether
+// anything came since. It kills the Peer or marks it quiet when its time
+// has come, and else checks again then. Once something came, ICE reports
+// connected at its next check.
 func (p *Peer) checkSilence(gen int) {
 	st, ok := p.pc.SCTP().Transport().ICETransport().GetSelectedCandidatePairStats()
 	p.quietMu.Lock()
@@ -473,27 +482,40 @@ func (p *Peer) checkSilence(gen int) {
 	if gen != p.checkGen || !p.silence {
 		return
 	}
-	last := st.LastPacketReceivedTimestamp.Time()
-	silence := time.Since(last)
-	if !ok || silence >= p.deadAfter {
+	received := uint64(st.PacketsReceived) + uint64(st.ResponsesReceived)
+	now := time.Now()
+	if !ok {
+		p.die(errDisconnected)
+		return
+	}
+	if p.checks == 0 {
+		p.received = received
+		p.midTransfer = p.silentSince.Sub(st.LastPacketReceivedTimestamp.Time()) < p.deadAfter
+	} else if received != p.received {
+		return
+	}
+	p.checks++
+	elapsed := now.Sub(p.silentSince)
+	dieAt := p.deadAfter - p.deadAfter/2
+	if elapsed >= dieAt {
 		p.die(errDisconnected)
 		return
 	}
 	rtt := time.Duration(st.CurrentRoundTripTime * float64(time.Second))
-	quietAfter := p.deadAfter/2 + rtt + rtt/4 + quietSlack
-	next := p.deadAfter
+	quietAt := rtt + rtt/4 + quietSlack
+	next := dieAt
 	switch {
-	case p.quiet || quietAfter >= p.deadAfter:
-	case silence < quietAfter:
-		next = quietAfter
-	case last.UnixNano()-p.lastData.Load() < int64(p.deadAfter/2):
+	case p.quiet || !p.midTransfer || quietAt >= dieAt:
+	case elapsed < quietAt:
+		next = quietAt
+	default:
 		p.quiet = true
-		p.log.Debug("quiet", "silence", silence, "rtt", rtt)
+		p.log.Debug("quiet", "silence", elapsed+p.deadAfter/2, "rtt", rtt)
 		if p.onQuiet != nil {
 			p.onQuiet(true)
 		}
 	}
-	p.scheduleCheck(next - silence)
+	p.scheduleCheck(next - elapsed)
 }
 
 // Read reads the bytes of received messages. It fails once the Peer is
@@ -541,7 +563,6 @@ func (p *Peer) fill() error {
 			return p.readError(err)
 		}
 		if n > 0 {
-			p.lastData.Store(time.Now().UnixNano())
 			p.r, p.w = 0, n
 			return nil
 		}
