@@ -337,7 +337,7 @@ func slowDeadPeer(d time.Duration) func(*client.Config) {
 // in the middle of the transfer: its replacement must be collected while
 // the dead proxy is only quiet, and connect before it is dropped.
 func TestInProcessQuietProxyReplaced(t *testing.T) {
-	ch := dialInProcess(t, 2, 1, slowDeadPeer(4*time.Second))
+	ch := dialInProcess(t, 2, 1, slowDeadPeer(8*time.Second))
 	p1, p2, conn, events := ch.proxies[0], ch.proxies[1], ch.conn, ch.events
 
 	res := echoTransfer(t, conn, transferSize, transferSize/3, p1.Kill)

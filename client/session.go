@@ -51,9 +51,9 @@ type session struct {
 	kcp     *kcp.UDPSession
 	mux     *smux.Session
 	fins    *finWatchConn
-	// quiet holds the carriers whose proxy ICE has not heard from for
-	// half the dead-peer timeout; quietChanged is closed and replaced
-	// whenever it changes.
+	// quiet holds the carriers whose Peer is quiet (webrtcpeer's
+	// Peer.OnQuiet); quietChanged is closed and replaced whenever it
+	// changes.
 	quiet        map[*carrier]struct{}
 	quietChanged chan struct{}
 
@@ -216,9 +216,9 @@ func (s *session) close() {
 // collect keeps Config.Max proxies connected until ctx ends: whenever the
 // session has fewer that are not quiet, it runs one connection attempt,
 // pausing after failures (RetryMin doubling up to RetryMax, with jitter).
-// Counting a quiet proxy as missing starts its replacement half a
-// dead-peer timeout before it is dropped, which on a long path is most of
-// the failover; if it is heard again meanwhile, one of the two is closed.
+// Counting a quiet proxy as missing starts its replacement before the
+// proxy is dropped, which on a long path saves most of a rendezvous; if it
+// is heard again meanwhile, one of the two is closed.
 func (s *session) collect(ctx context.Context) {
 	defer s.wg.Done()
 	pause := s.c.cfg.RetryMin
@@ -331,13 +331,7 @@ func (s *session) setQuiet(car *carrier, quiet bool) {
 		return // onClose has forgotten it, or will
 	default:
 	}
-	if quiet {
-		s.quiet[car] = struct{}{}
-	} else {
-		delete(s.quiet, car)
-	}
-	close(s.quietChanged)
-	s.quietChanged = make(chan struct{})
+	s.markQuietLocked(car, quiet)
 	s.mu.Unlock()
 	switch {
 	case quiet:
@@ -353,11 +347,22 @@ func (s *session) setQuiet(car *carrier, quiet bool) {
 func (s *session) forgetQuiet(car *carrier) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.quiet[car]; ok {
-		delete(s.quiet, car)
-		close(s.quietChanged)
-		s.quietChanged = make(chan struct{})
+	s.markQuietLocked(car, false)
+}
+
+// markQuietLocked counts car as quiet or not, and wakes the collector if
+// that changed; mu is held.
+func (s *session) markQuietLocked(car *carrier, quiet bool) {
+	if _, was := s.quiet[car]; was == quiet {
+		return
 	}
+	if quiet {
+		s.quiet[car] = struct{}{}
+	} else {
+		delete(s.quiet, car)
+	}
+	close(s.quietChanged)
+	s.quietChanged = make(chan struct{})
 }
 
 // resend makes KCP send every segment in flight again at its next flush,

@@ -69,7 +69,7 @@ type Config struct {
 	IdleTimeout time.Duration
 
 	// DeadPeerTimeout: a Peer that receives no packet at all (keepalives
-	// included) for this long dies. After half of it the Peer is quiet
+	// included) for this long dies. Before that it may be quiet
 	// (Peer.OnQuiet), so that a replacement can be sought while it may
 	// still come back. Zero means DefaultDeadPeerTimeout.
 	DeadPeerTimeout time.Duration
@@ -355,7 +355,7 @@ type Peer struct {
 	// keepalive answers received by then, and whether data had been
 	// arriving.
 	silentSince time.Time
-	checks      int
+	noted       bool
 	received    uint64
 	midTransfer bool
 
@@ -447,7 +447,7 @@ func (p *Peer) silent(silent bool) {
 	p.silence = silent
 	if silent {
 		p.silentSince = time.Now()
-		p.checks = 0
+		p.noted = false
 		// Not on pion's goroutine: the statistics wait for ICE's loop.
 		p.scheduleCheck(0)
 		return
@@ -482,20 +482,19 @@ func (p *Peer) checkSilence(gen int) {
 	if gen != p.checkGen || !p.silence {
 		return
 	}
-	received := uint64(st.PacketsReceived) + uint64(st.ResponsesReceived)
-	now := time.Now()
 	if !ok {
 		p.die(errDisconnected)
 		return
 	}
-	if p.checks == 0 {
+	received := uint64(st.PacketsReceived) + uint64(st.ResponsesReceived)
+	if !p.noted {
+		p.noted = true
 		p.received = received
 		p.midTransfer = p.silentSince.Sub(st.LastPacketReceivedTimestamp.Time()) < p.deadAfter
 	} else if received != p.received {
 		return
 	}
-	p.checks++
-	elapsed := now.Sub(p.silentSince)
+	elapsed := time.Since(p.silentSince)
 	dieAt := p.deadAfter - p.deadAfter/2
 	if elapsed >= dieAt {
 		p.die(errDisconnected)
