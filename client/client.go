@@ -310,9 +310,11 @@ type warmer interface {
 	Warm()
 }
 
-// connect runs one attempt: offer, rendezvous, DataChannel. It returns the
-// attempt's peer id, also on failure (empty if no offer was made).
-func (c *Client) connect(ctx context.Context) (*webrtcpeer.Peer, string, error) {
+// connect runs one attempt: offer, rendezvous, DataChannel. gate holds the
+// ready offer until the rendezvous may go ahead; its error ends the
+// attempt. It returns the attempt's peer id, also on failure (empty if no
+// offer was made).
+func (c *Client) connect(ctx context.Context, gate func(context.Context) error) (*webrtcpeer.Peer, string, error) {
 	// The broker connection opens while ICE gathers the offer's
 	// candidates (a STUN round trip), not after.
 	if w, ok := c.rendezvous.(warmer); ok {
@@ -321,6 +323,9 @@ func (c *Client) connect(ctx context.Context) (*webrtcpeer.Peer, string, error) 
 	var natSent, peerID string
 	negotiated := false
 	negotiate := func(ctx context.Context, offer string) (string, error) {
+		if err := gate(ctx); err != nil {
+			return "", err
+		}
 		natSent = c.natPolicy.ToSend()
 		c.emit(Event{Kind: EventOfferCreated, Peer: peerID, NAT: natSent})
 		req, err := messages.ClientPollRequest{Offer: offer, NAT: natSent, Fingerprint: c.cfg.BridgeFingerprint}.Encode()

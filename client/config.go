@@ -147,8 +147,9 @@ type Config struct {
 	IdleTimeout time.Duration
 
 	// DeadPeerTimeout drops a proxy that ICE has not heard from (data or
-	// keepalive) for this long; after half of it the proxy is quiet and
-	// its replacement is collected. Zero means 1 s.
+	// keepalive) for this long; from half of it a proxy that was carrying
+	// data may fall quiet and its replacement be collected (docs/client.md,
+	// "Fast failover"). Zero means 1 s.
 	DeadPeerTimeout time.Duration
 
 	// ReplyTimeout drops a proxy through which data went out and nothing

@@ -46,9 +46,10 @@
 //     for ReplyTimeout (2 s, or twice KCP's retransmission timeout if longer;
 //     the reason is ErrNoReply; during a download a silent proxy is sent a
 //     KCP window probe, which the relay answers). The replacement
-//     rendezvous starts when ICE has heard nothing for half of
-//     DeadPeerTimeout; a quiet proxy heard again after its replacement
-//     connected is closed (ErrReplaced). Snowflake waits up to 20 s of
+//     rendezvous starts before that, once ICE has heard nothing
+//     mid-transfer for longer than a live proxy stays silent; a quiet
+//     proxy heard again after its replacement connected is closed
+//     (ErrReplaced). Snowflake waits up to 20 s of
 //     silence and then up to 10 s for its next collection tick.
 //   - Deadlines on ICE gathering (Snowflake waits forever), on the broker
 //     exchange and on the DataChannel open.

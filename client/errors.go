@@ -40,8 +40,12 @@ var (
 	// nothing arrived for Config.IdleTimeout (Snowflake's 20 s).
 	ErrIdle = webrtcpeer.ErrIdle
 	// ErrReplaced is the reason of an EventProxyLost for a proxy that
-	// fell quiet (ICE heard nothing from it for half of
-	// Config.DeadPeerTimeout) and was heard again after its replacement
-	// had connected.
+	// fell quiet (ICE heard nothing from it for longer than a live proxy
+	// stays silent, see Config.DeadPeerTimeout) and was heard again after
+	// its replacement had connected.
 	ErrReplaced = errors.New("proxy replaced after falling quiet")
 )
+
+// errNotNeeded ends an attempt that a silent proxy started, before its
+// offer went to the broker, when that proxy is heard again.
+var errNotNeeded = errors.New("replacement not needed")

@@ -51,11 +51,11 @@ type session struct {
 	kcp     *kcp.UDPSession
 	mux     *smux.Session
 	fins    *finWatchConn
-	// quiet holds the carriers whose Peer is quiet (webrtcpeer's
-	// Peer.OnQuiet); quietChanged is closed and replaced whenever it
-	// changes.
-	quiet        map[*carrier]struct{}
-	quietChanged chan struct{}
+	// silences holds the carriers whose Peer is Silent or Quiet
+	// (webrtcpeer's Peer.OnSilence); silenceChanged is closed and
+	// replaced whenever it changes.
+	silences       map[*carrier]webrtcpeer.Silence
+	silenceChanged chan struct{}
 
 	closeOnce sync.Once
 	resends   atomic.Uint64 // times resend reset KCP's timers
@@ -77,8 +77,8 @@ func newSession(c *Client) (*session, error) {
 		log:       c.log.With("session", id.String()),
 		connected: make(chan struct{}),
 
-		quiet:        make(map[*carrier]struct{}),
-		quietChanged: make(chan struct{}),
+		silences:       make(map[*carrier]webrtcpeer.Silence),
+		silenceChanged: make(chan struct{}),
 	}
 	prober := &kcpProber{}
 	s.pconn = multipath.New(id, relayAddr{}, multipath.ReplyWatch{
@@ -218,27 +218,33 @@ func (s *session) close() {
 // pausing after failures (RetryMin doubling up to RetryMax, with jitter).
 // Counting a quiet proxy as missing starts its replacement before the
 // proxy is dropped, which on a long path saves most of a rendezvous; if it
-// is heard again meanwhile, one of the two is closed.
+// is heard again meanwhile, one of the two is closed. The attempt starts
+// as soon as a proxy is silent, to gather the offer's candidates (a STUN
+// round trip), and goes to the broker only once the proxy is quiet or
+// dropped (gate).
 func (s *session) collect(ctx context.Context) {
 	defer s.wg.Done()
 	pause := s.c.cfg.RetryMin
 	for {
-		// Wait until a proxy is missing or quiet.
+		// Wait until a proxy is missing or silent.
 		for {
-			changed := s.pconn.Changed()
-			quietChanged := s.quietChan()
-			if s.healthy() < s.c.cfg.Max {
+			changed, silenceChanged := s.pconn.Changed(), s.silenceChan()
+			if _, sound := s.proxies(); sound < s.c.cfg.Max {
 				break
 			}
 			select {
 			case <-changed:
-			case <-quietChanged:
+			case <-silenceChanged:
 			case <-ctx.Done():
 				return
 			}
 		}
-		peer, peerID, err := s.c.connect(ctx)
-		if err == nil && s.healthy() >= s.c.cfg.Max {
+		peer, peerID, err := s.c.connect(ctx, s.gate)
+		if errors.Is(err, errNotNeeded) {
+			s.log.Debug("silent proxy heard again; offer dropped", "peer", peerID)
+			continue
+		}
+		if healthy, _ := s.proxies(); err == nil && healthy >= s.c.cfg.Max {
 			// The quiet proxy was heard again while this one connected.
 			s.log.Info("replacement not needed", "peer", peerID)
 			_ = peer.Close()
@@ -280,7 +286,7 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 		return err
 	}
 	car.onClose = func(reason error) {
-		s.forgetQuiet(car)
+		s.forgetSilence(car)
 		if errors.Is(reason, webrtcpeer.ErrClosed) && s.closing() {
 			return
 		}
@@ -293,7 +299,7 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 	if _, err := s.pconn.Add(car); err != nil {
 		return err
 	}
-	peer.OnQuiet(func(quiet bool) { s.setQuiet(car, quiet) })
+	peer.OnSilence(func(silence webrtcpeer.Silence) { s.setSilence(car, silence) })
 	if s.pconn.Len() == 1 && s.pconn.Stats().Carriers > 1 {
 		s.resend() // a proxy after none
 	}
@@ -303,27 +309,56 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 	return nil
 }
 
-// healthy returns how many of the session's proxies are not quiet.
-func (s *session) healthy() int {
-	s.mu.Lock()
-	quiet := len(s.quiet)
-	s.mu.Unlock()
-	return s.pconn.Len() - quiet
-}
-
-// quietChan returns a channel that is closed the next time a proxy falls
-// quiet or is heard again.
-func (s *session) quietChan() <-chan struct{} {
+// proxies returns how many of the session's proxies are not quiet
+// (healthy) and how many are not even silent (sound).
+func (s *session) proxies() (healthy, sound int) {
+	n := s.pconn.Len()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.quietChanged
+	healthy, sound = n, n-len(s.silences)
+	for _, silence := range s.silences {
+		if silence == webrtcpeer.Quiet {
+			healthy--
+		}
+	}
+	return healthy, sound
 }
 
-// setQuiet records that car's proxy fell quiet or was heard again. One
-// heard again while the session holds more than Max proxies (its
-// replacement connected meanwhile) is closed: it has just shown it may
-// stall, and the replacement has not.
-func (s *session) setQuiet(car *carrier, quiet bool) {
+// silenceChan returns a channel that is closed the next time a proxy's
+// Silence changes.
+func (s *session) silenceChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.silenceChanged
+}
+
+// gate holds an attempt that a silent proxy started, its offer ready,
+// until the session needs it: it returns nil once fewer than Max proxies
+// are healthy, and errNotNeeded once Max are sound again.
+func (s *session) gate(ctx context.Context) error {
+	for {
+		changed, silenceChanged := s.pconn.Changed(), s.silenceChan()
+		healthy, sound := s.proxies()
+		switch {
+		case healthy < s.c.cfg.Max:
+			return nil
+		case sound >= s.c.cfg.Max:
+			return errNotNeeded
+		}
+		select {
+		case <-changed:
+		case <-silenceChanged:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// setSilence records what car's Peer makes of its silence. A proxy heard
+// again while the session holds more than Max proxies (its replacement
+// connected meanwhile) is closed: it has just shown it may stall, and the
+// replacement has not.
+func (s *session) setSilence(car *carrier, silence webrtcpeer.Silence) {
 	s.mu.Lock()
 	select {
 	case <-car.Done():
@@ -331,38 +366,36 @@ func (s *session) setQuiet(car *carrier, quiet bool) {
 		return // onClose has forgotten it, or will
 	default:
 	}
-	s.markQuietLocked(car, quiet)
+	s.markSilenceLocked(car, silence)
 	s.mu.Unlock()
 	switch {
-	case quiet:
+	case silence == webrtcpeer.Quiet:
 		s.log.Info("proxy quiet; collecting a replacement", "peer", car.peer.ID())
-	case s.pconn.Len() > s.c.cfg.Max:
+	case silence == webrtcpeer.Heard && s.pconn.Len() > s.c.cfg.Max:
 		go car.CloseWithReason(ErrReplaced)
-	default:
-		s.log.Info("proxy heard again", "peer", car.peer.ID())
 	}
 }
 
-// forgetQuiet drops a closed carrier from the quiet ones.
-func (s *session) forgetQuiet(car *carrier) {
+// forgetSilence drops a closed carrier from the silent ones.
+func (s *session) forgetSilence(car *carrier) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.markQuietLocked(car, false)
+	s.markSilenceLocked(car, webrtcpeer.Heard)
 }
 
-// markQuietLocked counts car as quiet or not, and wakes the collector if
-// that changed; mu is held.
-func (s *session) markQuietLocked(car *carrier, quiet bool) {
-	if _, was := s.quiet[car]; was == quiet {
+// markSilenceLocked records car's Silence and wakes the collector if it
+// changed; mu is held.
+func (s *session) markSilenceLocked(car *carrier, silence webrtcpeer.Silence) {
+	if s.silences[car] == silence {
 		return
 	}
-	if quiet {
-		s.quiet[car] = struct{}{}
+	if silence == webrtcpeer.Heard {
+		delete(s.silences, car)
 	} else {
-		delete(s.quiet, car)
+		s.silences[car] = silence
 	}
-	close(s.quietChanged)
-	s.quietChanged = make(chan struct{})
+	close(s.silenceChanged)
+	s.silenceChanged = make(chan struct{})
 }
 
 // resend makes KCP send every segment in flight again at its next flush,

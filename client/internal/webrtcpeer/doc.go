@@ -21,8 +21,9 @@
 //   - ICE loses the proxy: no packet (data or keepalive) for
 //     Config.DeadPeerTimeout, with keepalives sent four times as often, so
 //     a proxy killed without a word is noticed within about a second.
-//     After half of that the Peer is quiet (Peer.OnQuiet), which lets the
-//     caller seek a replacement while it may still come back;
+//     Before that a Peer that was carrying data may be silent, then quiet
+//     (Peer.OnSilence), which lets the caller seek a replacement while it
+//     may still come back;
 //   - nothing arrives for Config.IdleTimeout (20 s, Snowflake's staleness
 //     timeout);
 //   - Close.

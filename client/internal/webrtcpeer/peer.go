@@ -69,9 +69,9 @@ type Config struct {
 	IdleTimeout time.Duration
 
 	// DeadPeerTimeout: a Peer that receives no packet at all (keepalives
-	// included) for this long dies. Before that it may be quiet
-	// (Peer.OnQuiet), so that a replacement can be sought while it may
-	// still come back. Zero means DefaultDeadPeerTimeout.
+	// included) for this long dies. Before that it may be silent and
+	// quiet (Peer.OnSilence), so that a replacement can be sought while
+	// it may still come back. Zero means DefaultDeadPeerTimeout.
 	DeadPeerTimeout time.Duration
 
 	// Net replaces pion's network (SettingEngine.SetNet); nil means the
@@ -144,7 +144,7 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	}
 	se.EnableDataChannelBlockWrite(true)
 	// ICE reports disconnected after half the dead-peer timeout without a
-	// packet, which starts the Peer's own checks (OnQuiet), and connected
+	// packet, which starts the Peer's own checks (OnSilence), and connected
 	// again when one comes; pion checks at the keepalive interval.
 	se.SetICETimeouts(cfg.DeadPeerTimeout/2, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	// The client is ICE's controlling agent: it nominates the first pair
@@ -344,20 +344,19 @@ type Peer struct {
 	closed    chan struct{} // closed when Close has finished
 	untrack   func()        // forgets the answer's ICE credentials (covert DTLS)
 
-	quietMu   sync.Mutex // guards the fields below; held while onQuiet runs
-	deadAfter time.Duration
-	silence   bool        // ICE reports disconnected
-	quiet     bool        // the silence says the proxy may be gone
-	check     *time.Timer // the next checkSilence while silent
-	checkGen  int         // which check is current; a stale one returns
-	onQuiet   func(quiet bool)
-	// What the first check of a silence saw: when, the packets and
-	// keepalive answers received by then, and whether data had been
-	// arriving.
+	quietMu      sync.Mutex // guards the fields below; held while onSilence runs
+	deadAfter    time.Duration
+	disconnected bool        // ICE reports disconnected
+	state        Silence     // what the Peer makes of it
+	check        *time.Timer // the next checkSilence while silent
+	checkGen     int         // which check is current; a stale one returns
+	onSilence    func(Silence)
+	// When the silence began to be checked, whether the first check has
+	// noted the packets and keepalive answers received by then, and how
+	// many.
 	silentSince time.Time
 	noted       bool
 	received    uint64
-	midTransfer bool
 
 	// Owned by the reader.
 	buf         []byte // MaxMessageSize bytes
@@ -416,23 +415,46 @@ func (p *Peer) die(reason error) {
 // is quiet, for jitter.
 const quietSlack = 20 * time.Millisecond
 
-// OnQuiet calls f whenever the Peer falls quiet and when it is heard
-// again; at once if it is quiet already. Quiet means that ICE has heard
-// nothing from the proxy (data or keepalive answer) for longer than a
-// live one stays silent, and that data was arriving when the silence
-// began (silences between an idle session's keepalives are no sign). ICE
-// sends a keepalive after a quarter of the dead-peer timeout without a
-// packet, checked as often, and reports the silence after half of it; a
-// live proxy's answer comes within a round trip of that (the Peer waits
-// 1.25 round trips and quietSlack). A Peer silent for the whole dead-peer
-// timeout dies. f runs on a timer's or pion's goroutine and must not
-// block or call back into the Peer.
-func (p *Peer) OnQuiet(f func(quiet bool)) {
+// Silence is what a Peer makes of ICE's silence (OnSilence).
+type Silence uint8
+
+const (
+	// Heard: packets arrive, or the silence is an idle session's, between
+	// its keepalives.
+	Heard Silence = iota
+	// Silent: ICE has heard nothing for half the dead-peer timeout, and
+	// data was arriving when the silence began.
+	Silent
+	// Quiet: silent for longer than a live proxy stays silent. ICE sends
+	// a keepalive after a quarter of the dead-peer timeout without a
+	// packet, checked as often, and reports the silence after half of
+	// it; a live proxy's answer comes within a round trip of that (the
+	// Peer waits 1.25 round trips and quietSlack).
+	Quiet
+)
+
+// OnSilence calls f whenever the Peer's Silence changes, and at once if it
+// is not Heard. A Peer silent for the whole dead-peer timeout dies. f runs
+// on a timer's or pion's goroutine and must not block or call back into
+// the Peer.
+func (p *Peer) OnSilence(f func(Silence)) {
 	p.quietMu.Lock()
 	defer p.quietMu.Unlock()
-	p.onQuiet = f
-	if p.quiet {
-		f(true)
+	p.onSilence = f
+	if p.state != Heard {
+		f(p.state)
+	}
+}
+
+// setState changes the Peer's Silence and tells onSilence; quietMu is
+// held.
+func (p *Peer) setState(state Silence) {
+	if p.state == state {
+		return
+	}
+	p.state = state
+	if p.onSilence != nil {
+		p.onSilence(state)
 	}
 }
 
@@ -441,10 +463,10 @@ func (p *Peer) OnQuiet(f func(quiet bool)) {
 func (p *Peer) silent(silent bool) {
 	p.quietMu.Lock()
 	defer p.quietMu.Unlock()
-	if p.silence == silent {
+	if p.disconnected == silent {
 		return
 	}
-	p.silence = silent
+	p.disconnected = silent
 	if silent {
 		p.silentSince = time.Now()
 		p.noted = false
@@ -454,13 +476,7 @@ func (p *Peer) silent(silent bool) {
 	}
 	p.checkGen++
 	p.check.Stop()
-	if p.quiet {
-		p.quiet = false
-		p.log.Debug("heard again")
-		if p.onQuiet != nil {
-			p.onQuiet(false)
-		}
-	}
+	p.setState(Heard)
 }
 
 // scheduleCheck runs checkSilence after d; quietMu is held.
@@ -479,7 +495,7 @@ func (p *Peer) checkSilence(gen int) {
 	st, ok := p.pc.SCTP().Transport().ICETransport().GetSelectedCandidatePairStats()
 	p.quietMu.Lock()
 	defer p.quietMu.Unlock()
-	if gen != p.checkGen || !p.silence {
+	if gen != p.checkGen || !p.disconnected {
 		return
 	}
 	if !ok {
@@ -490,7 +506,9 @@ func (p *Peer) checkSilence(gen int) {
 	if !p.noted {
 		p.noted = true
 		p.received = received
-		p.midTransfer = p.silentSince.Sub(st.LastPacketReceivedTimestamp.Time()) < p.deadAfter
+		if p.silentSince.Sub(st.LastPacketReceivedTimestamp.Time()) < p.deadAfter {
+			p.setState(Silent) // data was arriving
+		}
 	} else if received != p.received {
 		return
 	}
@@ -504,15 +522,12 @@ func (p *Peer) checkSilence(gen int) {
 	quietAt := rtt + rtt/4 + quietSlack
 	next := dieAt
 	switch {
-	case p.quiet || !p.midTransfer || quietAt >= dieAt:
+	case p.state != Silent || quietAt >= dieAt:
 	case elapsed < quietAt:
 		next = quietAt
 	default:
-		p.quiet = true
 		p.log.Debug("quiet", "silence", elapsed+p.deadAfter/2, "rtt", rtt)
-		if p.onQuiet != nil {
-			p.onQuiet(true)
-		}
+		p.setState(Quiet)
 	}
 	p.scheduleCheck(next - elapsed)
 }
