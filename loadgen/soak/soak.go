@@ -344,8 +344,10 @@ func (r *soakRun) sampleAll(ctx context.Context) {
 	}
 }
 
-// add appends a sample to the series of (name, pid); a process whose
-// count kind changes (its metrics failed once) keeps its first kind.
+// add appends a sample to the series of (name, pid). A process whose
+// metrics failed once keeps counting goroutines; one whose metrics came up
+// only after its first samples (a broker just restarted) starts its series
+// again with them.
 func (r *soakRun) add(name string, pid int, kind string, s SoakSample) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -357,7 +359,10 @@ func (r *soakRun) add(name string, pid int, kind string, s SoakSample) {
 		r.order = append(r.order, ser)
 	}
 	if kind != ser.CountKind {
-		return
+		if kind != "goroutines" {
+			return
+		}
+		ser.CountKind, ser.Samples = kind, nil
 	}
 	ser.Samples = append(ser.Samples, s)
 	ser.lastSampled = time.Now()

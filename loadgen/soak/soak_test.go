@@ -61,3 +61,19 @@ func TestSoak(t *testing.T) {
 		t.Errorf("table without the natprobe:\n%s", out.String())
 	}
 }
+
+// TestSeriesKind: a broker's first sample may come before its metrics
+// serve (a thread count); its series then starts again with goroutines,
+// and a later failed scrape does not mix threads back in.
+func TestSeriesKind(t *testing.T) {
+	r := &soakRun{series: map[string]*SoakSeries{}}
+	r.add("broker", 1, "threads", SoakSample{Seconds: 1, RSS: 1, Count: 9})
+	r.add("broker", 1, "goroutines", SoakSample{Seconds: 2, RSS: 1, Count: 40})
+	r.add("broker", 1, "threads", SoakSample{Seconds: 3, RSS: 1, Count: 9})
+	if len(r.order) != 1 {
+		t.Fatalf("%d series, want 1", len(r.order))
+	}
+	if s := r.order[0]; s.CountKind != "goroutines" || len(s.Samples) != 1 || s.Samples[0].Count != 40 {
+		t.Errorf("series %s with %+v, want goroutines with the one sample of 40", s.CountKind, s.Samples)
+	}
+}
