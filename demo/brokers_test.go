@@ -57,7 +57,10 @@ func TestBrokersChainBrokerKilled(t *testing.T) {
 func TestBrokersLoadBrokerKilled(t *testing.T) {
 	skipShort(t)
 	needClusterTools(t)
-	c := startCluster(t, demo.Config{Brokers: 3, Proxies: -1, NoClient: true})
+	// The load comes from one address, which the brokers' per-address
+	// limits would throttle to a few polls a second: this measures
+	// matching, not the limiter.
+	c := startCluster(t, demo.Config{Brokers: 3, Proxies: -1, NoClient: true, BrokerArgs: []string{"-disable-rate-limits"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	scr := demo.NewHTTPScraper()
@@ -92,12 +95,13 @@ func TestBrokersLoadBrokerKilled(t *testing.T) {
 	live := s.Matches + s.Denials + s.Timeouts
 	t.Logf("offers %d: matched %d, denied %d, timed out %d, errors (broker gone) %d; %.0f matches/s, p50 %.1f ms, p99 %.1f ms",
 		s.Offers, s.Matches, s.Denials, s.Timeouts, s.Errors, s.MatchesPerSec, s.Latency.P50Ms, s.Latency.P99Ms)
-	// The goal is 99 %, shown by the 30 s run in docs/cluster.md
-	// (34 600 of 34 610). This 12 s run under the race detector sees a
-	// few hundred polls, where three unlucky ones at the moment of the
-	// kill are 1 %; the bound here catches a cluster that stops matching.
-	if live == 0 || float64(s.Matches) < 0.97*float64(live) {
-		t.Errorf("%d of %d client polls that reached a live broker were matched, want at least 97 %%", s.Matches, live)
+	if len(res.ErrorSamples) > 0 {
+		t.Logf("errors seen: %q", res.ErrorSamples)
+	}
+	// Thousands of polls in 12 s even under the race detector: the few in
+	// flight at the killed broker when it dies are well under 1 %.
+	if live == 0 || float64(s.Matches) < 0.99*float64(live) {
+		t.Errorf("%d of %d client polls that reached a live broker were matched, want at least 99 %%", s.Matches, live)
 	}
 	// With proxies at every instance most clients find one locally; the
 	// answers, posted through HAProxy, mostly reach another instance.

@@ -34,7 +34,7 @@ start() {
 	pids+=($!)
 	wait_port "$NATS_ADDR"
 	for i in $(seq "$n"); do
-		"$BIN/flurry-broker" -disable-tls -addr "127.0.0.1:1819$i" -metrics-addr "127.0.0.1:1829$i" -disable-geoip \
+		"$BIN/flurry-broker" -disable-tls -addr "127.0.0.1:1819$i" -metrics-addr "127.0.0.1:1829$i" -disable-geoip -disable-rate-limits \
 			-nats "nats://$NATS_ADDR" -instance "broker$i" 2>"$OUT/cluster-broker$i.log" &
 		pids+=($!)
 		wait_port "127.0.0.1:1819$i"
