@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"os"
 	"strconv"
@@ -94,7 +93,7 @@ func startTorChain(t *testing.T, ctx context.Context, opts torChainOptions) *tor
 		if err != nil {
 			t.Fatalf("bridge tor: %v", err)
 		}
-		t.Cleanup(func() { stopClean(t, bridgeTor) })
+		t.Cleanup(func() { stopTor(t, bridgeTor) })
 		fp, err = bridge.Fingerprint()
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +149,7 @@ func startTorChain(t *testing.T, ctx context.Context, opts torChainOptions) *tor
 		t.Fatalf("client tor: %v", err)
 	}
 	t.Cleanup(func() {
-		stopClean(t, clientTor)
+		stopTor(t, clientTor)
 		if t.Failed() {
 			logs := []string{client.NoticeLog, client.PTLog}
 			if bridge != nil {
@@ -318,12 +317,9 @@ func startTorNetwork(t *testing.T, ctx context.Context, size int64) (*demo.Targe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		slow, err := splitStopTimeouts(network.Close())
-		if slow != nil {
-			// tor's own exit after SIGTERM, which it logged, sometimes
-			// takes longer under the race detector's load (2026-12-02,
-			// not understood); it is killed then, nothing is left.
-			t.Logf("stopping the private Tor network: %v", slow)
+		hang, err := network.Close()
+		if hang != nil {
+			t.Logf("stopping the private Tor network: %v", hang)
 		}
 		if err != nil {
 			t.Errorf("stopping the private Tor network: %v", err)
@@ -331,24 +327,6 @@ func startTorNetwork(t *testing.T, ctx context.Context, size int64) (*demo.Targe
 	})
 	t.Logf("private Tor network has a consensus after %v", time.Since(t0).Round(time.Millisecond))
 	return target, network
-}
-
-// splitStopTimeouts splits err (errors.Join of each process's) into the
-// processes that had to be killed after SIGTERM and the other errors.
-func splitStopTimeouts(err error) (slow, other error) {
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	var s, o []error
-	for _, e := range errs {
-		if errors.Is(e, childproc.ErrStopTimeout) {
-			s = append(s, e)
-		} else {
-			o = append(o, e)
-		}
-	}
-	return errors.Join(s...), errors.Join(o...)
 }
 
 func firstContaining(lines []string, s string) string {
@@ -377,6 +355,19 @@ func loopbackClientArgs(t *testing.T, bin string) []string {
 func stopClean(t *testing.T, p *childproc.Process) {
 	t.Helper()
 	if err := p.Stop(10 * time.Second); err != nil {
+		t.Errorf("stopping %s: %v", p.Name(), err)
+	}
+}
+
+// stopTor stops a tor process; tor's own exit hang (tortest.Stop) is
+// logged, any other failure fails the test.
+func stopTor(t *testing.T, p *childproc.Process) {
+	t.Helper()
+	hang, err := tortest.Stop(p)
+	if hang != nil {
+		t.Logf("stopping %s: %v", p.Name(), hang)
+	}
+	if err != nil {
 		t.Errorf("stopping %s: %v", p.Name(), err)
 	}
 }

@@ -45,7 +45,7 @@ func TestTorBackendsThroughFlurry(t *testing.T) {
 		tors[b.Name] = p
 		t.Cleanup(func() {
 			if p.Running() {
-				stopClean(t, p)
+				stopTor(t, p)
 			}
 		})
 	}

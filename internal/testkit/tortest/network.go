@@ -51,6 +51,7 @@ type TorNetwork struct {
 
 	procs     []*childproc.Process
 	closeOnce sync.Once
+	closeHang error
 	closeErr  error
 }
 
@@ -242,24 +243,20 @@ func StartTorNetwork(ctx context.Context, cfg TorNetworkConfig) (*TorNetwork, er
 	return n, nil
 }
 
-// torStopTimeout bounds a tor's exit after SIGTERM. A relay of the private
-// network once took over 10 s to exit on a loaded 2-core CI machine; if one
-// is ever that slow again, the stop error carries the end of its log.
-const torStopTimeout = 30 * time.Second
-
-// Close stops every tor of the network (SIGTERM, then SIGKILL after
-// torStopTimeout) and returns their stop errors. It is idempotent.
-func (n *TorNetwork) Close() error {
+// Close stops every tor of the network (Stop) and returns the exit hangs
+// and the other stop errors of them all. It is idempotent.
+func (n *TorNetwork) Close() (hang, err error) {
 	n.closeOnce.Do(func() {
 		var wg sync.WaitGroup
+		hangs := make([]error, len(n.procs))
 		errs := make([]error, len(n.procs))
 		for i, p := range n.procs {
-			wg.Go(func() { errs[i] = p.Stop(torStopTimeout) })
+			wg.Go(func() { hangs[i], errs[i] = Stop(p) })
 		}
 		wg.Wait()
-		n.closeErr = errors.Join(errs...)
+		n.closeHang, n.closeErr = errors.Join(hangs...), errors.Join(errs...)
 	})
-	return n.closeErr
+	return n.closeHang, n.closeErr
 }
 
 // maxConsensus bounds the consensus document read.
