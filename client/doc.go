@@ -49,8 +49,11 @@
 //     rendezvous starts before that, once ICE has heard nothing
 //     mid-transfer for longer than a live proxy stays silent; a quiet
 //     proxy heard again after its replacement connected is closed
-//     (ErrReplaced). Snowflake waits up to 20 s of
-//     silence and then up to 10 s for its next collection tick.
+//     (ErrReplaced). A new proxy's first packet tells the relay what
+//     arrived through the lost one (a window probe with the session's
+//     acknowledgement), so that it resends only what is missing.
+//     Snowflake waits up to 20 s of silence and then up to 10 s for its
+//     next collection tick.
 //   - Deadlines on ICE gathering (Snowflake waits forever), on the broker
 //     exchange and on the DataChannel open.
 //   - NAT detection runs once per Client, not once per connection.

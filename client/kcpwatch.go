@@ -49,8 +49,10 @@ func (k *kcpProber) expectsReply(p []byte) bool {
 }
 
 // probe returns a window probe for the session, or nil before its first
-// packet. The una and window are those the session last sent, so the relay
-// learns nothing from the probe but that it must answer.
+// packet. The una and window are those the session last sent: through a
+// carrier the relay has been hearing, the probe tells it nothing but that
+// it must answer; as the first packet of a new carrier, it brings the
+// acknowledgement that may have died with the carrier before.
 func (k *kcpProber) probe() []byte {
 	cu := k.convUna.Load()
 	if cu == 0 {

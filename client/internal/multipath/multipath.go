@@ -71,6 +71,8 @@ type ReplyWatch struct {
 	// Probe, if not nil, returns a new packet that the far end answers
 	// (for KCP: a window probe), or nil if it cannot make one yet. The
 	// Conn sends it through one carrier and does not keep it afterwards.
+	// Each carrier that joins once the far end has sent something sends
+	// one first (see greet).
 	Probe func() []byte
 }
 
@@ -98,7 +100,7 @@ type Stats struct {
 	Carriers     uint64 // carriers added
 	PacketsSent  uint64 // packets written to carriers
 	PacketsRecvd uint64 // packets read from carriers
-	Probes       uint64 // probes sent by the reply watch (also in PacketsSent)
+	Probes       uint64 // probes sent, by the reply watch or greeting a carrier (also in PacketsSent)
 }
 
 // Conn is a net.PacketConn over a changing set of carriers. Its addresses
@@ -141,6 +143,7 @@ type member struct {
 	lastRecv   atomic.Int64  // clock reading of m's last received packet; 0: none
 	sinceProbe atomic.Uint64 // packets m received since its last probe
 	probe      chan []byte   // a probe for the writer to send (capacity 1)
+	greet      bool          // the far end knew the session when m joined: see greet
 }
 
 // New returns a Conn with no carriers, which drops carriers that stop
@@ -202,6 +205,7 @@ func (c *Conn) Add(car Carrier) (<-chan struct{}, error) {
 		readerDone: make(chan struct{}),
 		removed:    make(chan struct{}),
 		probe:      make(chan []byte, 1),
+		greet:      c.lastRecv.Load() != 0,
 	}
 	c.mu.Lock()
 	select {
@@ -310,6 +314,9 @@ func (c *Conn) writer(m *member) {
 		c.mu.Unlock()
 		close(m.removed)
 	}()
+	if m.greet && !c.greet(m) {
+		return
+	}
 	carDone := m.car.Done()
 	var batch [][]byte // reused by writeQueued
 	for {
@@ -335,6 +342,35 @@ func (c *Conn) writer(m *member) {
 			c.sentExpectingReply(m)
 		}
 	}
+}
+
+// greet sends a probe through m before anything else when the far end
+// already knows the session (something came from it): a carrier that
+// joins replaces, or adds to, carriers the far end has been using, and a
+// KCP window probe carries the session's latest acknowledgement (una).
+// When the carrier that died had delivered data whose acknowledgements
+// went down with it, the relay learns from this first packet to drop
+// those segments from what it resends, instead of sending them all again
+// through the new proxy (a round trip's worth of data, which a new
+// proxy's first rate takes two or three round trips to pass) before
+// what is missing; kcp-go then sends the rest at once. The first carrier
+// of a session gets none: the relay opens a session only on its first
+// data packet. greet reports false if m's carrier failed.
+func (c *Conn) greet(m *member) bool {
+	if c.watch.Probe == nil {
+		return true
+	}
+	p := c.watch.Probe()
+	if p == nil {
+		return true
+	}
+	if err := m.car.WritePacket(p); err != nil {
+		return false
+	}
+	c.sent.Add(1)
+	c.probes.Add(1)
+	c.sentExpectingReply(m)
+	return true
 }
 
 // sentExpectingReply notes that m sent a packet the far end answers.

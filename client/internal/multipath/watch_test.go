@@ -286,3 +286,48 @@ func TestReplyWatchProbesSilentCarrier(t *testing.T) {
 		})
 	}
 }
+
+// TestGreetJoiningCarrier checks that a carrier joining a session the far
+// end already knows sends a probe before anything else, and that the
+// session's first carrier does not.
+func TestGreetJoiningCarrier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := testWatch
+		w.Probe = func() []byte { return []byte("p") }
+		c := New(nil, nil, w)
+		defer c.Close()
+
+		first := newPipeCarrier()
+		if _, err := c.Add(first); err != nil {
+			t.Fatal(err)
+		}
+		c.WriteTo([]byte("d"), nil)
+		if got := string(recvOne(t, first.out)); got != "d" {
+			t.Fatalf("the first carrier's first packet is %q, want the session's own %q", got, "d")
+		}
+		first.in <- []byte("a") // the far end now knows the session
+		buf := make([]byte, BufferSize)
+		if _, _, err := c.ReadFrom(buf); err != nil {
+			t.Fatal(err)
+		}
+		first.die()
+		synctest.Wait() // it has left the set
+		if c.Len() != 0 {
+			t.Fatalf("%d carriers after the only one died", c.Len())
+		}
+
+		c.WriteTo([]byte("d"), nil) // waits in the queue: no carrier
+		next := newPipeCarrier()
+		if _, err := c.Add(next); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"p", "d"} {
+			if got := string(recvOne(t, next.out)); got != want {
+				t.Fatalf("the joining carrier sent %q, want %q first", got, want)
+			}
+		}
+		if st := c.Stats(); st.Probes != 1 {
+			t.Errorf("%d probes, want 1", st.Probes)
+		}
+	})
+}
