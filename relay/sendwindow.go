@@ -54,8 +54,11 @@ const (
 	maxSendWindow = 8192
 	// minQueueTarget is the queueing delay a window may cause on a short
 	// round trip (a client's KCP acknowledges every 10 ms, so less would
-	// be noise); on a long one, half the round trip.
+	// be noise); on longer ones, see queueTarget.
 	minQueueTarget = 10 * time.Millisecond
+	// longPathRTT is where queueTarget begins to allow a queue beyond half
+	// the round trip.
+	longPathRTT = 50 * time.Millisecond
 	// busyInterval is KCP's update interval (ms) of a session that moves
 	// data (twice Snowflake's 10 ms); idleInterval that of one that has
 	// moved nothing for idleTicks ticks. A session's updates are three
@@ -136,7 +139,7 @@ func (w *sendWindow) next(srtt int32) (wnd int, limited bool) {
 	if w.minRTT[1] > 0 && w.minRTT[1] < base {
 		base = w.minRTT[1]
 	}
-	target := max(minQueueTarget, time.Duration(base)*time.Millisecond/2)
+	target := queueTarget(time.Duration(base) * time.Millisecond)
 	queued := time.Duration(srtt-base) * time.Millisecond
 	// Bytes in flight that the rate implies: rate × round trip.
 	inFlight := float64(delta) * float64(srtt) / float64(sendWindowTick/time.Millisecond)
@@ -171,6 +174,23 @@ func (w *sendWindow) nextInterval() (int, bool) {
 	changed := want != w.interval
 	w.interval = want
 	return want, changed
+}
+
+// queueTarget is the queueing delay a session's window may cause on a
+// path whose lowest round trip is base: half of it, at least
+// minQueueTarget; beyond longPathRTT, half of it plus what base exceeds
+// longPathRTT by, so one and a half round trips on a long path. Part of
+// what the relay measures as queue is the proxy's: its window lets a
+// round trip of bytes wait in the DataChannel (proxy/sendwindow.go), and
+// with loss the ordered channel holds segments behind each lost one for
+// its repair, a round trip or more. With half a round trip, the relay's
+// window shrank under that and capped a 150 ms path with 1 % loss at a
+// third of what the proxy's window carried. On a short path the excess is
+// a few milliseconds and the half stays: there a larger target let the
+// proxy's bursts into a slow bottleneck's queue, which dropped two or
+// three times as many packets.
+func queueTarget(base time.Duration) time.Duration {
+	return max(minQueueTarget, base/2, base/2+base-longPathRTT)
 }
 
 // capAt lowers the window to at most c.

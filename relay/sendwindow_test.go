@@ -42,15 +42,34 @@ func TestSendWindowFollowsQueueing(t *testing.T) {
 }
 
 func TestSendWindowLongPathTarget(t *testing.T) {
-	// On a 150 ms path, queueing of up to half the round trip is allowed.
+	// On a 150 ms path, queueing of up to one and a half round trips
+	// (175 ms) is allowed: the proxy's queue and SCTP's repairs count.
 	w := newSendWindow()
 	tick(w, 150)
 	w.wnd = 800
-	if got := tick(w, 210); got != 900 {
-		t.Errorf("60 ms queued on a 150 ms path: window %d, want 900 (target 75 ms)", got)
+	if got := tick(w, 210); got != 1200 {
+		t.Errorf("60 ms queued on a 150 ms path: window %d, want 1200 (under half the target of 175 ms)", got)
 	}
-	if got := tick(w, 240); got != 788 {
-		t.Errorf("90 ms queued: window %d, want 788", got)
+	if got := tick(w, 270); got != 1350 {
+		t.Errorf("120 ms queued: window %d, want 1350", got)
+	}
+	if got := tick(w, 350); got != 1182 {
+		t.Errorf("200 ms queued: window %d, want 1182", got)
+	}
+}
+
+func TestQueueTarget(t *testing.T) {
+	for _, c := range []struct{ base, want time.Duration }{
+		{1 * time.Millisecond, minQueueTarget},
+		{20 * time.Millisecond, 10 * time.Millisecond},
+		{40 * time.Millisecond, 20 * time.Millisecond},
+		{longPathRTT, longPathRTT / 2},
+		{150 * time.Millisecond, 175 * time.Millisecond},
+		{300 * time.Millisecond, 400 * time.Millisecond},
+	} {
+		if got := queueTarget(c.base); got != c.want {
+			t.Errorf("queueTarget(%v) = %v, want %v", c.base, got, c.want)
+		}
 	}
 }
 
