@@ -179,16 +179,17 @@ func (w *sendWindow) nextInterval() (int, bool) {
 // queueTarget is the queueing delay a session's window may cause on a
 // path whose lowest round trip is base: half of it, at least
 // minQueueTarget; beyond longPathRTT, half of it plus what base exceeds
-// longPathRTT by, so one and a half round trips on a long path. Part of
-// what the relay measures as queue is the proxy's: its window lets a
-// round trip of bytes wait in the DataChannel (proxy/sendwindow.go), and
-// with loss the ordered channel holds segments behind each lost one for
-// its repair, a round trip or more. With half a round trip, the relay's
-// window shrank under that and capped a 150 ms path with 1 % loss at a
-// third of what the proxy's window carried. On a short path the excess is
-// a few milliseconds and the half stays: there a larger target let the
-// proxy's bursts into a slow bottleneck's queue, which dropped two or
-// three times as many packets.
+// longPathRTT by (175 ms at 150 ms, nearing one and a half round trips on
+// longer paths). Part of what the relay measures as queue is the proxy's:
+// its window lets a round trip of bytes wait in the DataChannel
+// (proxy/sendwindow.go), and with loss the ordered channel holds segments
+// behind each lost one for its repair, a round trip or more. With half a
+// round trip, the relay's window shrank under that and held a 150 ms path
+// with 1 % loss to 0.3-0.5 MB/s, where the proxy's window carried 0.5-0.8
+// once the relay's allowed it. On a short path the excess is a few
+// milliseconds and the half stays: there a larger target let the proxy's
+// bursts into a slow bottleneck's queue, which dropped two or three times
+// as many packets.
 func queueTarget(base time.Duration) time.Duration {
 	return max(minQueueTarget, base/2, base/2+base-longPathRTT)
 }
