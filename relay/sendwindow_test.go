@@ -42,8 +42,8 @@ func TestSendWindowFollowsQueueing(t *testing.T) {
 }
 
 func TestSendWindowLongPathTarget(t *testing.T) {
-	// On a 150 ms path, queueing of up to one and a half round trips
-	// (175 ms) is allowed: the proxy's queue and SCTP's repairs count.
+	// On a 150 ms path, queueing of up to 175 ms is allowed (queueTarget):
+	// the proxy's queue and SCTP's repairs count.
 	w := newSendWindow()
 	tick(w, 150)
 	w.wnd = 800
