@@ -214,6 +214,7 @@ func (p *Proxy) relayToClient(d *downstream, out []byte, ch openedChannel, s *se
 			}
 			select {
 			case <-s.lowWater:
+				w.woke(time.Unix(0, s.drainedAt.Load()))
 			case <-s.done:
 				return s.err
 			}

@@ -31,7 +31,14 @@ type linkSim struct {
 	// ackEvery, if set, delivers acknowledgements to the proxy only at
 	// multiples of it, in bursts: a machine too busy to read them sooner.
 	ackEvery time.Duration
-	trace    func(format string, args ...any)
+	// wakeOnBatch reads BufferedAmount, once the window is full, only
+	// when a batch fits again, as the proxy's writer does (it sleeps
+	// until pion's low-threshold callback), instead of every millisecond;
+	// in every other 100 ms, the machine is busy with other processes
+	// and the woken writer runs busyDelay late.
+	wakeOnBatch bool
+	busyDelay   time.Duration
+	trace       func(format string, args ...any)
 
 	rng       *rand.Rand
 	paceRate  float64
@@ -160,8 +167,28 @@ func (l *linkSim) carry(t *testing.T, seed uint64, d time.Duration) (*sendWindow
 // run drives w over l for d on a 1 ms clock as relayToClient does.
 func (l *linkSim) run(w *sendWindow, start time.Time, d time.Duration) time.Time {
 	now := start
+	// wake: the BufferedAmount that wakes the sleeping writer, which
+	// pion's callback does at wokeAt, and which runs at runAt.
+	var asleep bool
+	var wake uint64
+	var wokeAt, runAt time.Time
 	for now.Sub(start) < d {
 		now = now.Add(time.Millisecond)
+		if asleep {
+			if runAt.IsZero() && l.buffered(now) <= wake {
+				wokeAt, runAt = now, now
+				if now.UnixMilli()/100%2 == 1 {
+					runAt = now.Add(l.busyDelay)
+				}
+			}
+			if runAt.IsZero() || now.Before(runAt) {
+				continue
+			}
+		}
+		if asleep {
+			w.woke(wokeAt)
+		}
+		asleep, runAt = false, time.Time{}
 		if l.trace != nil && now.UnixMilli()%250 == 0 {
 			l.trace("%6dms bw %8.0f minRTT %4dms win %7d buf %7d pace %8.0f st=%v dr=%v cyc=%d acked %d dropped %d",
 				now.Sub(start).Milliseconds(), w.bandwidth(), w.minRTT.Milliseconds(), w.window(now), l.written-l.acked, l.paceRate, w.startup, w.drain, w.cycle, l.acked, l.dropped)
@@ -184,6 +211,7 @@ func (l *linkSim) run(w *sendWindow, start time.Time, d time.Duration) time.Time
 			}
 			batch := min(uint64(downstreamMessageSize), max(win/4, sctpChunkPayload))
 			if buffered+batch > win {
+				asleep, wake = l.wakeOnBatch, win-batch
 				break
 			}
 			n := int(min(win-buffered, downstreamMessageSize))
@@ -205,6 +233,8 @@ func TestSendWindowShortQueue(t *testing.T) {
 		link linkSim
 	}{
 		{"mobile", linkSim{rate: 625e3, rtt: 300 * time.Millisecond, jitter: 30 * time.Millisecond, loss: 0.03, queue: 625e3 / 20, repair: 30 * time.Millisecond}},
+		{"mobile,wakes", linkSim{rate: 625e3, rtt: 300 * time.Millisecond, jitter: 30 * time.Millisecond, loss: 0.03, queue: 625e3 / 20, repair: 30 * time.Millisecond, wakeOnBatch: true, busyDelay: 6 * time.Millisecond}},
+		{"20ms,5Mbit,wakes", linkSim{rate: 625e3, rtt: 20 * time.Millisecond, jitter: 2 * time.Millisecond, queue: 625e3 / 20, repair: 5 * time.Millisecond, wakeOnBatch: true, busyDelay: 6 * time.Millisecond}},
 		{"mobile,no-jitter", linkSim{rate: 625e3, rtt: 300 * time.Millisecond, loss: 0.03, queue: 625e3 / 20, repair: 30 * time.Millisecond}},
 		{"5MB/s,rtt=150ms,queue=20ms", linkSim{rate: 5e6, rtt: 150 * time.Millisecond, jitter: 5 * time.Millisecond, loss: 0.01, queue: 5e6 / 50, repair: 10 * time.Millisecond}},
 	} {
@@ -269,5 +299,35 @@ func TestSendWindowAckBursts(t *testing.T) {
 	t.Logf("carried %.0f B/s of %.0f, bw estimate %.0f, minRTT %v", rate, l.rate, w.bandwidth(), w.minRTT)
 	if rate < 0.5*l.rate {
 		t.Errorf("carried %.0f B/s, want at least half of %.0f", rate, l.rate)
+	}
+}
+
+// TestSendWindowStartupWakes: the writer reads BufferedAmount only when a
+// batch fits again, and on a busy machine late, so a write's
+// acknowledgement may be seen milliseconds after it came; startup must not
+// take that lateness for a growing queue. It did: on the lab's 20 ms path
+// startup ended at 3–5 MB/s.
+func TestSendWindowStartupWakes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		link linkSim
+	}{
+		{"30MB/s,rtt=20ms", linkSim{rate: 30e6, rtt: 20 * time.Millisecond, jitter: time.Millisecond, wakeOnBatch: true, busyDelay: 6 * time.Millisecond}},
+		{"10MB/s,rtt=50ms,loss=0.5%", linkSim{rate: 10e6, rtt: 50 * time.Millisecond, jitter: 2 * time.Millisecond, loss: 0.005, repair: 10 * time.Millisecond, wakeOnBatch: true, busyDelay: 6 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.link
+			l.rng = rand.New(rand.NewPCG(11, 12))
+			w := newSendWindow()
+			start := time.Unix(1000, 0)
+			now := start
+			for w.startup && now.Sub(start) < 5*time.Second {
+				now = l.run(w, now, 5*time.Millisecond)
+			}
+			t.Logf("startup ended after %v at a bandwidth estimate of %.0f B/s", now.Sub(start), w.bandwidth())
+			if bw := w.bandwidth(); w.startup || bw < 0.7*l.rate {
+				t.Errorf("startup ended at a bandwidth estimate of %.0f B/s (startup %v), want at least 70%% of %.0f", bw, w.startup, l.rate)
+			}
+		})
 	}
 }

@@ -167,12 +167,13 @@ func (p *Proxy) runSession(ctx context.Context, log *slog.Logger, sid string, re
 
 // session is the shared stop state of one relayed client.
 type session struct {
-	done     chan struct{} // closed by stop
-	once     sync.Once
-	err      error         // why it stopped; written once before done closes
-	lowWater chan struct{} // a token when the DataChannel's queue drained
-	moved    atomic.Uint64 // messages copied either way, for inactivity
-	pacer    *pacing.Pacer // paces what goes to the client; nil: nothing
+	done      chan struct{} // closed by stop
+	once      sync.Once
+	err       error         // why it stopped; written once before done closes
+	lowWater  chan struct{} // a token when the DataChannel's queue drained
+	drainedAt atomic.Int64  // when it last did, in Unix nanoseconds
+	moved     atomic.Uint64 // messages copied either way, for inactivity
+	pacer     *pacing.Pacer // paces what goes to the client; nil: nothing
 
 	// set before copying starts, used by stop to unblock the copiers
 	mu  sync.Mutex
@@ -185,6 +186,7 @@ func newSession() *session {
 }
 
 func (s *session) drained() {
+	s.drainedAt.Store(time.Now().UnixNano())
 	select {
 	case s.lowWater <- struct{}{}:
 	default:
