@@ -167,8 +167,8 @@ func (l *linkSim) carry(t *testing.T, seed uint64, d time.Duration) (*sendWindow
 // run drives w over l for d on a 1 ms clock as relayToClient does.
 func (l *linkSim) run(w *sendWindow, start time.Time, d time.Duration) time.Time {
 	now := start
-	// wake: the BufferedAmount that wakes the sleeping writer, which
-	// pion's callback does at wokeAt, and which runs at runAt.
+	// A sleeping writer is woken by pion's callback at wokeAt, once
+	// BufferedAmount falls to wake, and runs at runAt.
 	var asleep bool
 	var wake uint64
 	var wokeAt, runAt time.Time
@@ -184,11 +184,9 @@ func (l *linkSim) run(w *sendWindow, start time.Time, d time.Duration) time.Time
 			if runAt.IsZero() || now.Before(runAt) {
 				continue
 			}
-		}
-		if asleep {
 			w.woke(wokeAt)
+			asleep, runAt = false, time.Time{}
 		}
-		asleep, runAt = false, time.Time{}
 		if l.trace != nil && now.UnixMilli()%250 == 0 {
 			l.trace("%6dms bw %8.0f minRTT %4dms win %7d buf %7d pace %8.0f st=%v dr=%v cyc=%d acked %d dropped %d",
 				now.Sub(start).Milliseconds(), w.bandwidth(), w.minRTT.Milliseconds(), w.window(now), l.written-l.acked, l.paceRate, w.startup, w.drain, w.cycle, l.acked, l.dropped)
