@@ -37,13 +37,16 @@ const (
 	// ClientStreamBuffer is the client's MaxStreamBuffer: the window a
 	// relay, Snowflake's too, may have in flight towards one of the
 	// client's streams. The receiver sends its window again each time it
-	// has read half of it, so 1 MiB keeps 0.5 to 1 MiB in flight: 4 MB/s at
-	// a 150 ms round trip, whatever the path carries. 2 MiB doubles that;
-	// a relay holds more per download only while the path is slower than
-	// the relay (Flurry's relay bounds what it holds by its own send
-	// window, relay/sendwindow.go). Only the receiver's setting: nothing
-	// the relay must agree to.
-	ClientStreamBuffer = 2 << 20
+	// has read half of it, so a window of W keeps W/2 to W in flight:
+	// Snowflake's 1 MiB holds a download near 4 MB/s at a 150 ms round
+	// trip, whatever the path carries. 3 MiB leaves the client's SCTP
+	// receive window (webrtcpeer) as the bound there. A relay holds more
+	// per download only while the path is slower than the relay (Flurry's
+	// relay bounds what it holds by its own send window,
+	// relay/sendwindow.go), and sends each half-window update's worth at
+	// once (OutgoingQueueSize). Only the receiver's setting: nothing the
+	// relay must agree to.
+	ClientStreamBuffer = 3 << 20
 
 	// KeepAliveInterval is how often smux sends a keep-alive (smux's
 	// default, which Snowflake keeps): an idle session still carries a

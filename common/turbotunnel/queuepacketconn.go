@@ -17,13 +17,14 @@ const (
 	QueueSize = 512
 
 	// OutgoingQueueSize is the capacity of each client's outgoing queue,
-	// in packets: twice Snowflake's. A client's smux announces more window
-	// each time it has read half of ClientStreamBuffer (1 MiB, 762 full
-	// KCP packets), and the relay's KCP sends that much at once; with 512
-	// the burst overflowed the queue whenever the proxy took it slower
-	// than it came, thousands of drops per download on a 150 ms path, each
-	// one a KCP retransmission timeout. 24 KiB per client's queue.
-	OutgoingQueueSize = 1024
+	// in packets: four times Snowflake's. A client's smux announces more
+	// window each time it has read half of ClientStreamBuffer (1.5 MiB,
+	// 1 143 full KCP packets), and the relay's KCP sends that much at
+	// once; a queue smaller than the burst overflowed whenever the proxy
+	// took it slower than it came, thousands of drops per download on a
+	// 150 ms path, each one a KCP retransmission timeout. 48 KiB per
+	// client's queue.
+	OutgoingQueueSize = 2048
 
 	// DefaultClientTimeout is how long a QueuePacketConn keeps an idle
 	// client's outgoing queue when given timeout <= 0 (Snowflake's

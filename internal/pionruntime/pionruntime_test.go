@@ -14,7 +14,7 @@ import (
 // runtime) with and without the environment's settings.
 func TestApply(t *testing.T) {
 	if os.Getenv("PIONRUNTIME_CHILD") == "1" {
-		Apply()
+		Apply(ClientMaxProcs)
 		gc := debug.SetGCPercent(-1)
 		os.Stdout.WriteString(strconv.Itoa(gc) + " " + strconv.Itoa(runtime.GOMAXPROCS(0)) + "\n")
 		return
@@ -23,7 +23,7 @@ func TestApply(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{nil, "100 " + strconv.Itoa(MaxProcs)}, // Go's default collector target
+		{nil, "100 " + strconv.Itoa(ClientMaxProcs)}, // Go's default collector target
 		{[]string{"GOGC=400", "GOMAXPROCS=3"}, "400 3"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestApply$")

@@ -53,11 +53,11 @@ Behind a firewall that only lets a SOCKS5 proxy with UDP ASSOCIATE out,
 all of the client's own traffic goes through it: torrc's Socks5Proxy under
 tor (PROXY DONE once a test association worked), else -socks5-proxy.
 
-Environment: GOMAXPROCS (default %d, less CPU per MB); GOGC (default 100,
+Environment: GOMAXPROCS (default %d: a download's bursts need two); GOGC (default 100,
 memory first; 400 takes about a sixth less CPU per MB for 10-20 MiB more).
 
 Flags:
-`, fs.Name(), torBridgeLines, pionruntime.MaxProcs)
+`, fs.Name(), torBridgeLines, pionruntime.ClientMaxProcs)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.BrokerURL, "url", "", "URL of the broker (the bridge line's url=)")

@@ -28,7 +28,7 @@ import (
 )
 
 func main() {
-	pionruntime.Apply()
+	pionruntime.Apply(pionruntime.ClientMaxProcs)
 	os.Exit(run(os.Args[1:]))
 }
 

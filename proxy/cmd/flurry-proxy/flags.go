@@ -24,7 +24,7 @@ Environment:
               link; set it higher to relay more than one core carries)
   GOGC        the Go collector's target (default 100: memory first; 400 takes
               about a sixth less CPU per MB relayed for 10-20 MiB more memory)
-`, networkpreset.ProxyUsage(), pionruntime.MaxProcs)
+`, networkpreset.ProxyUsage(), pionruntime.ProxyMaxProcs)
 
 // options are the flags beyond proxy.Config.
 type options struct {

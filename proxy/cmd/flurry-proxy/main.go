@@ -21,7 +21,7 @@ import (
 )
 
 func main() {
-	pionruntime.Apply()
+	pionruntime.Apply(pionruntime.ProxyMaxProcs)
 	os.Exit(run(os.Args[1:]))
 }
 
