@@ -34,7 +34,7 @@ const ProxyMaxProcs = 1
 // second: on one processor a burst faster than the client's whole
 // pipeline (a proxy's startup paces at up to three times the delivery
 // rate) overflowed it, and each drop stalled the download for seconds. On
-// two, the stages keep up, for about a tenth more CPU per MB.
+// two the lab saw no such drop, for about a tenth more CPU per MB.
 const ClientMaxProcs = 2
 
 // Apply sets GOMAXPROCS to procs unless the environment sets it.

@@ -42,8 +42,8 @@ const MaxMessageSize = 64 << 10
 // the more may be in flight, the shorter the pause of the client's receive
 // path that loses packets (each loss stalls the download for seconds).
 // 1.5 MiB, with the client on two processors (pionruntime.ClientMaxProcs),
-// carried about a quarter more at 150 ms and kept every download above
-// 3.9 MB/s in the lab (docs/performance.md, "Long and lossy paths").
+// carried about a quarter more at 150 ms, and the lab saw no such drop
+// (docs/performance.md, "Long and lossy paths").
 const sctpReceiveBuffer = 3 << 19
 
 // iceFailedTimeout is how long ICE stays disconnected before it reports
