@@ -1,5 +1,5 @@
 // Package pionruntime sets the Go runtime defaults of the binaries whose
-// work is pion's WebRTC stack (flurry-client and flurry-proxy): a few
+// work is pion's WebRTC stack (flurry-client and flurry-proxy): one or two
 // processors (ProxyMaxProcs, ClientMaxProcs) unless the environment sets
 // GOMAXPROCS. A main calls Apply first thing; its -h names the value
 // (docs/performance.md, "Chain", "Many users" and "Long and lossy paths",
@@ -30,8 +30,8 @@ const ProxyMaxProcs = 1
 
 // ClientMaxProcs is the client's GOMAXPROCS. A download's packets pass
 // four goroutines in the client (the socket's reader, DTLS, SCTP, KCP),
-// and pion's ICE agent drops what arrives while 1 MB waits for the
-// second: on one processor a burst faster than the client's whole
+// and pion's ICE agent drops what arrives while 1 MB already waits for
+// DTLS: on one processor a burst faster than the client's whole
 // pipeline (a proxy's startup paces at up to three times the delivery
 // rate) overflowed it, and each drop stalled the download for seconds. On
 // two the lab saw no such drop, for about a tenth more CPU per MB.
