@@ -13,6 +13,9 @@
 //   - Reads ask the kernel for coalesced datagrams (UDP GRO) and hand them
 //     out one at a time.
 //
+// Buffers are pooled and held only while there is something in them: a
+// socket waiting for data, or with nothing queued to send, holds none.
+//
 // What goes on the wire is unchanged: the same datagrams in the same order.
 // Where the kernel lacks GSO or GRO, or the platform is not Linux, that
 // half keeps one system call per datagram.

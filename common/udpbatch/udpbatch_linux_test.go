@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -298,5 +299,81 @@ func TestGSOFallback(t *testing.T) {
 		if err != nil || !bytes.Equal(buf[:n], d) {
 			t.Fatalf("datagram %d: %d bytes, %v", i, n, err)
 		}
+	}
+}
+
+// TestQuietConnHoldsNoBuffers checks that once a burst has been sent and
+// read, neither end keeps a buffer for it: a peer's sockets are quiet most
+// of the time, and a buffer each is memory per user.
+func TestQuietConnHoldsNoBuffers(t *testing.T) {
+	a, b := wrap(t, listen(t)), wrap(t, listen(t))
+	want := datagrams(500)
+	for _, d := range want {
+		if _, err := a.WriteToAddrPort(d, addrPort(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.w.drain()
+	a.w.mu.Lock()
+	if a.w.pending.bp != nil || a.w.spare.bp != nil {
+		t.Error("the writer holds a batch's buffer with nothing queued")
+	}
+	a.w.mu.Unlock()
+	buf := make([]byte, 2048)
+	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i, d := range want {
+		n, _, err := b.ReadFromAddrPort(buf)
+		if err != nil || !bytes.Equal(buf[:n], d) {
+			t.Fatalf("datagram %d: %d bytes, %v", i, n, err)
+		}
+	}
+	if b.rbuf != nil {
+		t.Error("the reader holds a read buffer with every datagram handed out")
+	}
+}
+
+// TestReadErrorsLikeUDP checks that a wrapped socket's read fails as a
+// plain one's does: a timeout at its deadline, net.ErrClosed once closed.
+func TestReadErrorsLikeUDP(t *testing.T) {
+	b := wrap(t, listen(t))
+	_ = b.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_, _, err := b.ReadFromAddrPort(make([]byte, 10))
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v, want a timeout", err)
+	}
+	_ = b.SetReadDeadline(time.Time{})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := b.ReadFromAddrPort(make([]byte, 10))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	b.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("read on a closed socket: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a blocked read did not return on Close")
+	}
+}
+
+// TestZoneByName checks that a link-local sender's zone is its
+// interface's name, as the net package gives it.
+func TestZoneByName(t *testing.T) {
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z zoneName
+	sa := &unix.SockaddrInet6{Port: 5000, ZoneId: uint32(lo.Index), Addr: [16]byte{0xfe, 0x80, 15: 1}}
+	if got, want := z.addrPort(sa), netip.MustParseAddrPort("[fe80::1%lo]:5000"); got != want {
+		t.Fatalf("addrPort = %v, want %v", got, want)
+	}
+	sa.ZoneId = 0
+	if got, want := z.addrPort(sa), netip.MustParseAddrPort("[fe80::1]:5000"); got != want {
+		t.Fatalf("addrPort without a zone = %v, want %v", got, want)
 	}
 }
