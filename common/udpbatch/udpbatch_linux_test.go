@@ -377,3 +377,40 @@ func TestZoneByName(t *testing.T) {
 		t.Fatalf("addrPort without a zone = %v, want %v", got, want)
 	}
 }
+
+// BenchmarkReadWrite sends and reads back bursts of 1 200-byte datagrams
+// between two wrapped sockets, as a download does; allocs/op are per
+// datagram.
+func BenchmarkReadWrite(b *testing.B) {
+	x, y := Wrap(mustListen(b)).(*Conn), Wrap(mustListen(b)).(*Conn)
+	defer x.Close()
+	defer y.Close()
+	d := make([]byte, 1200)
+	buf := make([]byte, 2048)
+	to := addrPort(y)
+	b.SetBytes(int64(len(d)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 32 {
+		burst := min(32, b.N-i)
+		for range burst {
+			if _, err := x.WriteToAddrPort(d, to); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range burst {
+			if _, _, err := y.ReadFromAddrPort(buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func mustListen(b *testing.B) *net.UDPConn {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = c.SetReadBuffer(8 << 20)
+	return c
+}
