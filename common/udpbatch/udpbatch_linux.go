@@ -319,7 +319,10 @@ type batch struct {
 	msgs []datagram
 }
 
-var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, MaxQueued); return &b }}
+// batchBufs holds the batches' buffers. A new one starts small and grows
+// as a batch needs (to about MaxQueued): most sockets send a few small
+// datagrams at a time.
+var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
 func (q *batch) add(p []byte, to netip.AddrPort) {
 	if q.bp == nil {
