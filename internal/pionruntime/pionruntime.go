@@ -34,7 +34,8 @@ const ProxyMaxProcs = 1
 // DTLS: on one processor a burst faster than the client's whole
 // pipeline (a proxy's startup paces at up to three times the delivery
 // rate) overflowed it, and each drop stalled the download for seconds. On
-// two the lab saw no such drop, for about a tenth more CPU per MB.
+// two the lab saw no such drop, for a tenth to a quarter more CPU per MB
+// on loopback (docs/performance.md, "Proxy and client").
 const ClientMaxProcs = 2
 
 // Apply sets GOMAXPROCS to procs unless the environment sets it.
