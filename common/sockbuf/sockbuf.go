@@ -31,7 +31,9 @@ import (
 const Size = 4 << 20
 
 // Net returns n (the host's network if nil) with every UDP socket it opens
-// given Size-byte buffers where the socket allows it.
+// given Size-byte buffers where the socket allows it. The sockets of its
+// candidates share one udpbatch.Buffers: build the Net once for all of a
+// role's peer connections.
 func Net(n transport.Net) (transport.Net, error) {
 	if n == nil {
 		std, err := stdnet.NewNet()
@@ -40,7 +42,7 @@ func Net(n transport.Net) (transport.Net, error) {
 		}
 		n = hostNet{std}
 	}
-	return bufferedNet{n}, nil
+	return bufferedNet{Net: n, bufs: udpbatch.NewBuffers()}, nil
 }
 
 // hostNet is the host's network with a fresh list of interfaces on every
@@ -74,7 +76,10 @@ func (hostNet) InterfaceByName(name string) (*transport.Interface, error) {
 }
 
 // bufferedNet is a transport.Net whose UDP sockets get larger buffers.
-type bufferedNet struct{ transport.Net }
+type bufferedNet struct {
+	transport.Net
+	bufs *udpbatch.Buffers // the batched sockets' pooled buffers
+}
 
 // bufferSetter is what *net.UDPConn offers to size its buffers.
 type bufferSetter interface {
@@ -110,7 +115,7 @@ func (b bufferedNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UD
 	}
 	enlarge(c)
 	if uc, ok := c.(*net.UDPConn); ok && (laddr == nil || !laddr.IP.IsMulticast()) {
-		return udpbatch.Wrap(uc), nil
+		return udpbatch.Wrap(uc, b.bufs), nil
 	}
 	return c, nil
 }

@@ -25,14 +25,10 @@ const (
 	maxSendBytes = 65000
 )
 
-// readBufferSize is a read's buffer when GRO is on: the largest coalesced
-// payload the kernel hands over.
-const readBufferSize = 1 << 16
-
 // Wrap returns c with batched writes if the kernel offers UDP GSO on it
-// and coalesced reads if it offers UDP GRO; c itself if neither. The
-// returned connection owns c.
-func Wrap(c *net.UDPConn) transport.UDPConn {
+// and coalesced reads if it offers UDP GRO, their buffers from bufs; c
+// itself if neither. The returned connection owns c.
+func Wrap(c *net.UDPConn, bufs *Buffers) transport.UDPConn {
 	gso, gro := probe(c)
 	if !gso && !gro {
 		return c
@@ -41,10 +37,10 @@ func Wrap(c *net.UDPConn) transport.UDPConn {
 	if err != nil {
 		return c
 	}
-	b := &Conn{c: c, raw: raw, gro: gro}
+	b := &Conn{c: c, raw: raw, bufs: bufs, gro: gro}
 	b.tryRead = b.read
 	if gso {
-		b.w = newWriter(c)
+		b.w = newWriter(c, bufs)
 	}
 	return b
 }
@@ -70,7 +66,8 @@ type Conn struct {
 	c       *net.UDPConn
 	raw     syscall.RawConn       // c's, for reads that wait without a buffer
 	tryRead func(fd uintptr) bool // b.read, made once
-	w       *writer               // nil: writes go straight to c
+	bufs    *Buffers
+	w       *writer // nil: writes go straight to c
 	gro     bool
 
 	rmu     sync.Mutex // one read at a time; guards what follows
@@ -82,13 +79,6 @@ type Conn struct {
 	zone    zoneName // the last IPv6 zone seen
 	rerr    error    // read's error, for fill
 }
-
-// readBufs holds the buffers of coalesced reads. A read takes one only
-// once the socket has data and gives it back when its last datagram is
-// handed out, so that a socket waiting for data holds none: a client or
-// proxy has two sockets per peer, and a buffer of readBufferSize each
-// would be 6.5 MB of live heap with 50 peers, a fifth of the proxy's.
-var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufferSize); return &b }}
 
 // ReadFromAddrPort reads one datagram into b; like a plain UDP read, the
 // part of a datagram longer than b is lost.
@@ -107,14 +97,15 @@ func (b *Conn) ReadFromAddrPort(p []byte) (int, netip.AddrPort, error) {
 	b.rest = b.rest[len(d):]
 	n := copy(p, d)
 	if len(b.rest) == 0 {
-		readBufs.Put(b.rbuf)
+		b.bufs.reads.Put(b.rbuf)
 		b.rbuf = nil
 	}
 	return n, b.from, nil
 }
 
 // fill waits until the socket has a datagram, then reads it, coalesced
-// with those behind it, into a buffer of readBufs.
+// with those behind it, into a buffer of bufs, so that a socket waiting
+// for data holds none.
 func (b *Conn) fill() error {
 	err := b.raw.Read(b.tryRead)
 	if err == nil && b.rerr != nil {
@@ -130,7 +121,7 @@ func (b *Conn) fill() error {
 // read is fill's read of the socket fd: false, holding no buffer, if
 // it has nothing to read; its error goes to rerr.
 func (b *Conn) read(fd uintptr) bool {
-	buf := readBufs.Get().(*[]byte)
+	buf := b.bufs.reads.Get().(*[]byte)
 	var n, oobn int
 	var from unix.Sockaddr
 	var err error
@@ -141,7 +132,7 @@ func (b *Conn) read(fd uintptr) bool {
 		}
 	}
 	if err != nil {
-		readBufs.Put(buf)
+		b.bufs.reads.Put(buf)
 		if err == unix.EAGAIN {
 			return false
 		}
@@ -310,23 +301,19 @@ type datagram struct {
 }
 
 // batch is the queue the writer fills while the sender sends the other.
-// Its buffer comes from batchBufs when the first datagram is added and
+// Its buffer comes from the pool when the first datagram is added and
 // goes back when the writer has nothing left to send (release), so that
 // the many sockets that are quiet at a time hold none.
 type batch struct {
-	bp   *[]byte // buf's, from batchBufs; nil while released
+	pool *sync.Pool // Buffers.batches
+	bp   *[]byte    // buf's, from pool; nil while released
 	buf  []byte
 	msgs []datagram
 }
 
-// batchBufs holds the batches' buffers. A new one starts small and grows
-// as a batch needs (to about MaxQueued): most sockets send a few small
-// datagrams at a time.
-var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
-
 func (q *batch) add(p []byte, to netip.AddrPort) {
 	if q.bp == nil {
-		q.bp = batchBufs.Get().(*[]byte)
+		q.bp = q.pool.Get().(*[]byte)
 		q.buf = (*q.bp)[:0]
 	}
 	q.msgs = append(q.msgs, datagram{off: len(q.buf), n: len(p), to: to})
@@ -337,11 +324,11 @@ func (q *batch) reset() {
 	q.buf, q.msgs = q.buf[:0], q.msgs[:0]
 }
 
-// release gives an empty batch's buffer back to batchBufs.
+// release gives an empty batch's buffer back to the pool.
 func (q *batch) release() {
 	if q.bp != nil {
 		*q.bp = q.buf[:0]
-		batchBufs.Put(q.bp)
+		q.pool.Put(q.bp)
 		q.bp, q.buf = nil, nil
 	}
 }
@@ -365,13 +352,15 @@ type writer struct {
 	gso   bool
 }
 
-func newWriter(c *net.UDPConn) *writer {
+func newWriter(c *net.UDPConn, bufs *Buffers) *writer {
 	w := &writer{
-		c:    c,
-		wake: make(chan struct{}, 1),
-		done: make(chan struct{}),
-		oob:  make([]byte, unix.CmsgSpace(2)),
-		gso:  true,
+		c:       c,
+		pending: batch{pool: &bufs.batches},
+		spare:   batch{pool: &bufs.batches},
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		oob:     make([]byte, unix.CmsgSpace(2)),
+		gso:     true,
 	}
 	w.room = sync.NewCond(&w.mu)
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&w.oob[0]))

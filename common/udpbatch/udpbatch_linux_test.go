@@ -34,11 +34,14 @@ func listenOn(t *testing.T, network string, ip net.IP) *net.UDPConn {
 	return c
 }
 
+// testBuffers are the tests' sockets' pools, shared as a process's are.
+var testBuffers = NewBuffers()
+
 func wrap(t *testing.T, c *net.UDPConn) *Conn {
 	t.Helper()
-	b, ok := Wrap(c).(*Conn)
+	b, ok := Wrap(c, testBuffers).(*Conn)
 	if !ok || b.w == nil || !b.gro {
-		t.Fatalf("Wrap: %T, want a Conn with GSO and GRO (this kernel has both)", Wrap(c))
+		t.Fatalf("Wrap: %T, want a Conn with GSO and GRO (this kernel has both)", b)
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
@@ -382,7 +385,8 @@ func TestZoneByName(t *testing.T) {
 // between two wrapped sockets, as a download does; allocs/op are per
 // datagram.
 func BenchmarkReadWrite(b *testing.B) {
-	x, y := Wrap(mustListen(b)).(*Conn), Wrap(mustListen(b)).(*Conn)
+	bufs := NewBuffers()
+	x, y := Wrap(mustListen(b), bufs).(*Conn), Wrap(mustListen(b), bufs).(*Conn)
 	defer x.Close()
 	defer y.Close()
 	d := make([]byte, 1200)

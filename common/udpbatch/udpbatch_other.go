@@ -9,4 +9,4 @@ import (
 )
 
 // Wrap returns c unchanged: batched UDP I/O is Linux's.
-func Wrap(c *net.UDPConn) transport.UDPConn { return c }
+func Wrap(c *net.UDPConn, _ *Buffers) transport.UDPConn { return c }
