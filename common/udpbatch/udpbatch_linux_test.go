@@ -39,9 +39,10 @@ var testBuffers = NewBuffers()
 
 func wrap(t *testing.T, c *net.UDPConn) *Conn {
 	t.Helper()
-	b, ok := Wrap(c, testBuffers).(*Conn)
+	w := Wrap(c, testBuffers)
+	b, ok := w.(*Conn)
 	if !ok || b.w == nil || !b.gro {
-		t.Fatalf("Wrap: %T, want a Conn with GSO and GRO (this kernel has both)", b)
+		t.Fatalf("Wrap: %T, want a Conn with GSO and GRO (this kernel has both)", w)
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
