@@ -291,19 +291,8 @@ func TestGSOFallback(t *testing.T) {
 		t.Fatal("GSO still on after a refused send")
 	}
 	want := datagrams(50)
-	for _, d := range want {
-		if _, err := a.WriteToAddrPort(d, addrPort(b)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	buf := make([]byte, 2048)
-	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
-	for i, d := range want {
-		n, _, err := b.ReadFromAddrPort(buf)
-		if err != nil || !bytes.Equal(buf[:n], d) {
-			t.Fatalf("datagram %d: %d bytes, %v", i, n, err)
-		}
-	}
+	sendAll(t, a, b, want)
+	readAll(t, b, want)
 }
 
 // TestQuietConnHoldsNoBuffers checks that once a burst has been sent and
@@ -312,25 +301,14 @@ func TestGSOFallback(t *testing.T) {
 func TestQuietConnHoldsNoBuffers(t *testing.T) {
 	a, b := wrap(t, listen(t)), wrap(t, listen(t))
 	want := datagrams(500)
-	for _, d := range want {
-		if _, err := a.WriteToAddrPort(d, addrPort(b)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendAll(t, a, b, want)
 	a.w.drain()
 	a.w.mu.Lock()
 	if a.w.pending.bp != nil || a.w.spare.bp != nil {
 		t.Error("the writer holds a batch's buffer with nothing queued")
 	}
 	a.w.mu.Unlock()
-	buf := make([]byte, 2048)
-	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
-	for i, d := range want {
-		n, _, err := b.ReadFromAddrPort(buf)
-		if err != nil || !bytes.Equal(buf[:n], d) {
-			t.Fatalf("datagram %d: %d bytes, %v", i, n, err)
-		}
-	}
+	readAll(t, b, want)
 	if b.rbuf != nil {
 		t.Error("the reader holds a read buffer with every datagram handed out")
 	}
@@ -418,4 +396,27 @@ func mustListen(b *testing.B) *net.UDPConn {
 	}
 	_ = c.SetReadBuffer(8 << 20)
 	return c
+}
+
+// sendAll writes want from a to b.
+func sendAll(t *testing.T, a, b *Conn, want [][]byte) {
+	t.Helper()
+	for _, d := range want {
+		if _, err := a.WriteToAddrPort(d, addrPort(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readAll reads len(want) datagrams from b and checks each against want.
+func readAll(t *testing.T, b *Conn, want [][]byte) {
+	t.Helper()
+	buf := make([]byte, 2048)
+	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i, d := range want {
+		n, _, err := b.ReadFromAddrPort(buf)
+		if err != nil || !bytes.Equal(buf[:n], d) {
+			t.Fatalf("datagram %d: %d bytes, %v", i, n, err)
+		}
+	}
 }
