@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -149,9 +150,14 @@ func StartChain(ctx context.Context, opt ChainOptions, im Implementation) (*Chai
 	if err := os.WriteFile(intervals, fmt.Appendf(nil, `{"unrestricted_poll_interval": %d, "restricted_poll_interval": %d}`+"\n", ms, ms), 0o644); err != nil {
 		return c, err
 	}
-	if err := c.start(ctx, RoleBroker, im.Broker, nil,
-		"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges, "-disable-geoip", "-unsafe-logging",
-		"-allowed-relay-pattern", relayPattern, "-poll-interval-filepath", intervals); err != nil {
+	brokerArgs := []string{"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges, "-disable-geoip", "-unsafe-logging",
+		"-allowed-relay-pattern", relayPattern, "-poll-interval-filepath", intervals}
+	// Flurry's broker serves its operator listener on a fixed port by
+	// default, which a second Flurry chain of the same run would find taken.
+	if hasFlag(ctx, im.Broker, "metrics-addr") {
+		brokerArgs = append(brokerArgs, "-metrics-addr=")
+	}
+	if err := c.start(ctx, RoleBroker, im.Broker, nil, brokerArgs...); err != nil {
 		return c, err
 	}
 	if err := waitTCP(ctx, brokerAddr, c.Procs[RoleBroker]); err != nil {
@@ -206,6 +212,20 @@ func (c *Chain) startPiped(ctx context.Context, role, bin string, env []string, 
 	}
 	c.Procs[role] = p
 	return r, nil
+}
+
+// hasFlag reports whether the program bin lists the flag -name in its
+// -h output (Go's flag package prints each as "  -name").
+func hasFlag(ctx context.Context, bin, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput() // -h exits 0 or 2
+	for line := range strings.Lines(string(out)) {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "-"+name {
+			return true
+		}
+	}
+	return false
 }
 
 // readCMethod reads a PT client's stdout until its SOCKS address.

@@ -27,3 +27,22 @@ func TestImplementationFromPrefix(t *testing.T) {
 		t.Errorf("missing binaries: err = %v, want ErrInvalidConfig", err)
 	}
 }
+
+func TestHasFlag(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "prog")
+	usage := "#!/bin/sh\nprintf 'Usage of prog:\\n  -addr string\\n    \\tlisten here (not -metrics-addr)\\n  -metrics-addr string\\n' >&2\nexit 2\n"
+	if err := os.WriteFile(bin, []byte(usage), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if !hasFlag(ctx, bin, "metrics-addr") || !hasFlag(ctx, bin, "addr") {
+		t.Error("listed flags not found")
+	}
+	if hasFlag(ctx, bin, "metrics") || hasFlag(ctx, bin, "listen") {
+		t.Error("a flag found in another's name or help text")
+	}
+	if hasFlag(ctx, filepath.Join(dir, "missing"), "addr") {
+		t.Error("a missing program has flags")
+	}
+}
