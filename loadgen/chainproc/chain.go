@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -150,14 +149,7 @@ func StartChain(ctx context.Context, opt ChainOptions, im Implementation) (*Chai
 	if err := os.WriteFile(intervals, fmt.Appendf(nil, `{"unrestricted_poll_interval": %d, "restricted_poll_interval": %d}`+"\n", ms, ms), 0o644); err != nil {
 		return c, err
 	}
-	brokerArgs := []string{"-addr", brokerAddr, "-disable-tls", "-bridge-list-path", bridges, "-disable-geoip", "-unsafe-logging",
-		"-allowed-relay-pattern", relayPattern, "-poll-interval-filepath", intervals}
-	// Flurry's broker serves its operator listener on a fixed port by
-	// default, which a second Flurry chain of the same run would find taken.
-	if hasFlag(ctx, im.Broker, "metrics-addr") {
-		brokerArgs = append(brokerArgs, "-metrics-addr=")
-	}
-	if err := c.start(ctx, RoleBroker, im.Broker, nil, brokerArgs...); err != nil {
+	if err := c.start(ctx, RoleBroker, im.Broker, nil, brokerArgs(ctx, im.Broker, brokerAddr, bridges, intervals)...); err != nil {
 		return c, err
 	}
 	if err := waitTCP(ctx, brokerAddr, c.Procs[RoleBroker]); err != nil {
@@ -189,6 +181,19 @@ func StartChain(ctx context.Context, opt ChainOptions, im Implementation) (*Chai
 	return c, nil
 }
 
+// brokerArgs are the broker's command line: Snowflake's flags, and
+// Flurry's operator listener turned off where the broker has one (it
+// listens on a fixed port by default, which a second Flurry chain of the
+// same run would find taken).
+func brokerArgs(ctx context.Context, bin, addr, bridges, intervals string) []string {
+	args := []string{"-addr", addr, "-disable-tls", "-bridge-list-path", bridges, "-disable-geoip", "-unsafe-logging",
+		"-allowed-relay-pattern", relayPattern, "-poll-interval-filepath", intervals}
+	if demo.ListFlags(ctx, bin)["metrics-addr"] {
+		args = append(args, "-metrics-addr=")
+	}
+	return args
+}
+
 func (c *Chain) start(ctx context.Context, role, bin string, env []string, args ...string) error {
 	p, err := startChild(ctx, c.dir, role, bin, env, nil, args...)
 	if err != nil {
@@ -212,20 +217,6 @@ func (c *Chain) startPiped(ctx context.Context, role, bin string, env []string, 
 	}
 	c.Procs[role] = p
 	return r, nil
-}
-
-// hasFlag reports whether the program bin lists the flag -name in its
-// -h output (Go's flag package prints each as "  -name").
-func hasFlag(ctx context.Context, bin, name string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput() // -h exits 0 or 2
-	for line := range strings.Lines(string(out)) {
-		if f := strings.Fields(line); len(f) > 0 && f[0] == "-"+name {
-			return true
-		}
-	}
-	return false
 }
 
 // readCMethod reads a PT client's stdout until its SOCKS address.

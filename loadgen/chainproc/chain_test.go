@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/flurrypt/flurry/loadgen/internal/measure"
@@ -28,21 +29,21 @@ func TestImplementationFromPrefix(t *testing.T) {
 	}
 }
 
-func TestHasFlag(t *testing.T) {
+func TestBrokerArgsTurnOffOperatorListener(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "prog")
-	usage := "#!/bin/sh\nprintf 'Usage of prog:\\n  -addr string\\n    \\tlisten here (not -metrics-addr)\\n  -metrics-addr string\\n' >&2\nexit 2\n"
-	if err := os.WriteFile(bin, []byte(usage), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	if !hasFlag(ctx, bin, "metrics-addr") || !hasFlag(ctx, bin, "addr") {
-		t.Error("listed flags not found")
-	}
-	if hasFlag(ctx, bin, "metrics") || hasFlag(ctx, bin, "listen") {
-		t.Error("a flag found in another's name or help text")
-	}
-	if hasFlag(ctx, filepath.Join(dir, "missing"), "addr") {
-		t.Error("a missing program has flags")
+	for name, usage := range map[string]string{
+		"flurry":    "  -addr string\n  -metrics-addr string\n",
+		"snowflake": "  -addr string\n  -metrics-log string\n",
+	} {
+		bin := filepath.Join(dir, name)
+		script := "#!/bin/sh\nprintf '" + usage + "' >&2\nexit 2\n"
+		if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		args := brokerArgs(t.Context(), bin, "127.0.0.1:1", "bridges", "intervals")
+		off := slices.Contains(args, "-metrics-addr=")
+		if off != (name == "flurry") {
+			t.Errorf("%s: args %q", name, args)
+		}
 	}
 }
