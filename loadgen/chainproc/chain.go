@@ -68,10 +68,11 @@ func StopChild(p *childproc.Process) { _ = p.Stop(chainStopTimeout) }
 // ptEnv is what tor sets for every managed pluggable transport.
 var ptEnv = []string{"TOR_PT_MANAGED_TRANSPORT_VER=1"}
 
-// StartManagedServer starts a server (relay) as tor starts a managed
-// pluggable transport, plain WebSocket, forwarding every stream to orport;
-// it returns once the server listens, with its WebSocket address.
-func StartManagedServer(ctx context.Context, dir, bin, orport string) (*childproc.Process, string, error) {
+// StartManagedServer starts im's server (relay), with im.Env, as tor
+// starts a managed pluggable transport, plain WebSocket, forwarding every
+// stream to orport; it returns once the server listens, with its
+// WebSocket address.
+func StartManagedServer(ctx context.Context, dir string, im Implementation, orport string) (*childproc.Process, string, error) {
 	addr, err := demo.FreeAddr()
 	if err != nil {
 		return nil, "", err
@@ -79,7 +80,7 @@ func StartManagedServer(ctx context.Context, dir, bin, orport string) (*childpro
 	env := append(ptEnv, "TOR_PT_SERVER_TRANSPORTS=snowflake",
 		"TOR_PT_SERVER_BINDADDR=snowflake-"+addr, "TOR_PT_ORPORT="+orport,
 		"TOR_PT_STATE_LOCATION="+filepath.Join(dir, "server-state"))
-	p, err := startChild(ctx, dir, RoleServer, bin, env, nil,
+	p, err := startChild(ctx, dir, RoleServer, im.Server, append(env, im.Env...), nil,
 		"-disable-tls", "-unsafe-logging", "-log", filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, "", err
@@ -121,7 +122,7 @@ func StartChain(ctx context.Context, opt ChainOptions, im Implementation) (*Chai
 	if c.Target, err = tcptarget.Start(tcptarget.Config{Mode: opt.TargetMode}); err != nil {
 		return c, err
 	}
-	server, serverAddr, err := StartManagedServer(ctx, c.dir, im.Server, c.Target.Addr())
+	server, serverAddr, err := StartManagedServer(ctx, c.dir, im, c.Target.Addr())
 	if err != nil {
 		return c, err
 	}
@@ -149,14 +150,14 @@ func StartChain(ctx context.Context, opt ChainOptions, im Implementation) (*Chai
 	if err := os.WriteFile(intervals, fmt.Appendf(nil, `{"unrestricted_poll_interval": %d, "restricted_poll_interval": %d}`+"\n", ms, ms), 0o644); err != nil {
 		return c, err
 	}
-	if err := c.start(ctx, RoleBroker, im.Broker, nil, brokerArgs(ctx, im.Broker, brokerAddr, bridges, intervals)...); err != nil {
+	if err := c.start(ctx, RoleBroker, im.Broker, im.Env, brokerArgs(ctx, im.Broker, brokerAddr, bridges, intervals)...); err != nil {
 		return c, err
 	}
 	if err := waitTCP(ctx, brokerAddr, c.Procs[RoleBroker]); err != nil {
 		return c, fmt.Errorf("broker: %w", err)
 	}
 	noGeoIP := filepath.Join(c.dir, "no-geoip")
-	if err := c.start(ctx, RoleProxy, im.Proxy, nil,
+	if err := c.start(ctx, RoleProxy, im.Proxy, im.Env,
 		"-broker", "http://"+brokerAddr+"/", "-relay", "ws://"+serverAddr+"/",
 		"-allow-non-tls-relay", "-allow-proxying-to-private-addresses", "-keep-local-addresses",
 		"-allowed-relay-hostname-pattern", relayPattern, "-poll-interval", opt.PollInterval.String(),
@@ -169,6 +170,7 @@ func StartChain(ctx context.Context, opt ChainOptions, im Implementation) (*Chai
 	}
 	clientEnv := append(ptEnv, "TOR_PT_CLIENT_TRANSPORTS=snowflake",
 		"TOR_PT_STATE_LOCATION="+filepath.Join(c.dir, "client-state"))
+	clientEnv = append(clientEnv, im.Env...)
 	stdout, err := c.startPiped(ctx, RoleClient, im.Client, clientEnv,
 		"-url", "http://"+brokerAddr+"/", "-keep-local-addresses", "-max", "1",
 		"-unsafe-logging", "-log", filepath.Join(c.dir, "client.log"))

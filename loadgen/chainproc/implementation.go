@@ -48,6 +48,10 @@ var Roles = []string{RoleClient, RoleProxy, RoleServer, RoleBroker}
 type Implementation struct {
 	Name                          string
 	Broker, Proxy, Client, Server string
+	// Env (KEY=VALUE) is set for each of its processes, over the load
+	// generator's own environment: a runtime setting such as GOGC or
+	// GODEBUG compared with the same binaries in one run.
+	Env []string
 }
 
 // ImplementationFromPrefix finds PREFIX-broker, -proxy, -client and

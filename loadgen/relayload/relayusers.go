@@ -249,7 +249,7 @@ func runRelayUsersOnce(ctx context.Context, cfg RelayUsersConfig, im chainproc.I
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return run, err
 	}
-	server, addr, err := chainproc.StartManagedServer(ctx, dir, im.Server, orport)
+	server, addr, err := chainproc.StartManagedServer(ctx, dir, im, orport)
 	if err != nil {
 		return run, err
 	}

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/flurrypt/flurry/broker"
+	"github.com/flurrypt/flurry/loadgen/chainproc"
+	"github.com/flurrypt/flurry/loadgen/internal/measure"
 	"github.com/flurrypt/flurry/loadgen/report"
 )
 
@@ -37,6 +41,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"attack", "-h"}, 0, "connflood"},
 		{[]string{"attack", "connflood", "-h"}, 0, "-conns-per-addr"},
 		{[]string{"attack", "connflood", "-flood-addrs", "127.1.0.9"}, 2, "flood address"},
+		{[]string{"sidebyside", "-impl-env", "flurry"}, 2, "want NAME=KEY=VALUE"},
+		{[]string{"proxyusers", "-impl-env", "flurry=GOGC=150"}, 2, "no -impl flurry"},
+		{[]string{"relayusers", "-h"}, 0, "-impl-env"},
 		{[]string{"soak", "-h"}, 0, "-proxy-kill-interval"},
 		{[]string{"soak", "-bin", "/nonexistent"}, 2, "missing binaries"},
 		{[]string{"attack", "relay-sessions", "-h"}, 0, "-honest-bytes"},
@@ -126,5 +133,39 @@ func TestTargetRun(t *testing.T) {
 	code := run(context.Background(), []string{"target", "-addr", "127.0.0.1:0", "-duration", "1ms", "-mode", "sink"}, &stdout, &stderr)
 	if code != 0 || !strings.Contains(stdout.String(), "sink target listening on 127.0.0.1:") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+}
+
+func TestImplEnv(t *testing.T) {
+	f := implFlag{parse: func(name, prefix string) (chainproc.Implementation, error) {
+		return chainproc.Implementation{Name: name, Server: prefix + "relay"}, nil
+	}}
+	for _, s := range []string{"a=x/", "b=y/"} {
+		if err := f.Set(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []string{"b=GOGC=150", "b=GODEBUG=madvdontneed=0,gctrace=1"} {
+		if err := f.env.Set(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []string{"b", "b=GOGC", "=GOGC=1", "b==1", "b=A B=1"} {
+		if err := f.env.Set(bad); err == nil {
+			t.Errorf("-impl-env %q accepted", bad)
+		}
+	}
+	list, err := f.implementations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list[0].Env) != 0 || !slices.Equal(list[1].Env, []string{"GOGC=150", "GODEBUG=madvdontneed=0,gctrace=1"}) {
+		t.Errorf("envs %q, %q", list[0].Env, list[1].Env)
+	}
+	if err := f.env.Set("c=GOGC=1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.implementations(); !errors.Is(err, measure.ErrInvalidConfig) {
+		t.Errorf("-impl-env for no -impl: err = %v", err)
 	}
 }

@@ -5,19 +5,44 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/flurrypt/flurry/loadgen/chainload"
 	"github.com/flurrypt/flurry/loadgen/chainproc"
+	"github.com/flurrypt/flurry/loadgen/internal/measure"
 	"github.com/flurrypt/flurry/loadgen/report"
 )
 
 // implFlag collects -impl NAME=PREFIX flags, each parsed by parse:
 // chainproc.ImplementationFromPrefix for whole chains,
-// chainproc.ServerFromPrefix where only the relay is used.
+// chainproc.ServerFromPrefix where only the relay is used; and -impl-env
+// NAME=KEY=VALUE flags, the environment of an implementation's processes.
 type implFlag struct {
 	list  []chainproc.Implementation
 	parse func(name, prefix string) (chainproc.Implementation, error)
+	env   implEnvFlag
+}
+
+// register adds -impl, described by usage, and -impl-env to fs.
+func (f *implFlag) register(fs *flag.FlagSet, usage string) {
+	fs.Var(f, "impl", usage)
+	fs.Var(&f.env, "impl-env", "a variable for every process of one implementation, as NAME=KEY=VALUE; repeat for each\n"+
+		"(e.g. -impl flurry=bin/flurry- -impl gogc150=bin/flurry- -impl-env gogc150=GOGC=150)")
+}
+
+// implementations returns the -impl flags' implementations with their
+// -impl-env variables.
+func (f *implFlag) implementations() ([]chainproc.Implementation, error) {
+	list := slices.Clone(f.list)
+	for _, v := range f.env {
+		i := slices.IndexFunc(list, func(im chainproc.Implementation) bool { return im.Name == v.name })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: -impl-env %s: no -impl %s", measure.ErrInvalidConfig, v.name, v.name)
+		}
+		list[i].Env = append(slices.Clip(list[i].Env), v.kv)
+	}
+	return list, nil
 }
 
 func (f *implFlag) String() string {
@@ -41,12 +66,33 @@ func (f *implFlag) Set(s string) error {
 	return nil
 }
 
+// implEnvFlag collects -impl-env NAME=KEY=VALUE flags.
+type implEnvFlag []struct{ name, kv string }
+
+func (f *implEnvFlag) String() string {
+	kvs := make([]string, len(*f))
+	for i, v := range *f {
+		kvs[i] = v.name + "=" + v.kv
+	}
+	return strings.Join(kvs, ",")
+}
+
+func (f *implEnvFlag) Set(s string) error {
+	name, kv, _ := strings.Cut(s, "=")
+	key, _, ok := strings.Cut(kv, "=")
+	if name == "" || !ok || key == "" || strings.ContainsAny(key, " \t") {
+		return fmt.Errorf("want NAME=KEY=VALUE, got %q", s)
+	}
+	*f = append(*f, struct{ name, kv string }{name, kv})
+	return nil
+}
+
 func sideBySideFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.Result, io.Writer) error {
 	var (
 		cfg   chainload.SideBySideConfig
 		impls = implFlag{parse: chainproc.ImplementationFromPrefix}
 	)
-	fs.Var(&impls, "impl", "an implementation to measure, as NAME=PREFIX: the binaries PREFIXbroker, PREFIXproxy,\n"+
+	impls.register(fs, "an implementation to measure, as NAME=PREFIX: the binaries PREFIXbroker, PREFIXproxy,\n"+
 		"PREFIXclient and PREFIXserver (or PREFIXrelay), run with Snowflake's flag names; repeat for each\n"+
 		"(e.g. -impl snowflake=out/snowflake/ -impl flurry=bin/flurry-); ratios are to the first")
 	fs.IntVar(&cfg.Downloads, "downloads", chainload.DefaultSideBySideDownloads, "downloads per implementation, alternating")
@@ -56,8 +102,10 @@ func sideBySideFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", chainload.DefaultChainRequestTimeout, "bound on each download")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the chains' logs and state (default: a new temporary directory, kept)")
 	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
-		cfg.Implementations = impls.list
 		var err error
+		if cfg.Implementations, err = impls.implementations(); err != nil {
+			return err
+		}
 		if cfg.Dir, err = workDir(cfg.Dir, "flurry-sidebyside-"); err != nil {
 			return err
 		}

@@ -42,7 +42,7 @@ func relayUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.
 		impls    = implFlag{parse: chainproc.ServerFromPrefix}
 		sessions = intList(relayload.DefaultRelayUsers)
 	)
-	fs.Var(&impls, "impl", "a relay to measure, as NAME=PREFIX: the binary PREFIXserver (or PREFIXrelay), started as a\n"+
+	impls.register(fs, "a relay to measure, as NAME=PREFIX: the binary PREFIXserver (or PREFIXrelay), started as a\n"+
 		"managed pluggable transport as tor starts it; repeat for each (e.g. -impl snowflake=out/snowflake/\n"+
 		"-impl flurry=bin/flurry-); ratios are to the first")
 	fs.Var(&sessions, "users", "concurrent users (sessions) of each step, comma-separated")
@@ -55,8 +55,11 @@ func relayUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.
 	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", wscarrier.DefaultHandshakeTimeout, "bound on each WebSocket handshake")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the relays' logs (default: a new temporary directory, kept)")
 	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
-		cfg.Implementations, cfg.Sessions = impls.list, sessions
+		cfg.Sessions = sessions
 		var err error
+		if cfg.Implementations, err = impls.implementations(); err != nil {
+			return err
+		}
 		if cfg.Dir, err = workDir(cfg.Dir, "flurry-relayusers-"); err != nil {
 			return err
 		}
@@ -75,7 +78,7 @@ func proxyUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.
 		impls = implFlag{parse: chainproc.ImplementationFromPrefix}
 		users = intList(chainload.DefaultProxyUsers)
 	)
-	fs.Var(&impls, "impl", "an implementation to measure, as NAME=PREFIX (see sidebyside); repeat for each; ratios are to the first")
+	impls.register(fs, "an implementation to measure, as NAME=PREFIX (see sidebyside); repeat for each; ratios are to the first")
 	fs.Var(&users, "users", "concurrent users through the one proxy at each step, comma-separated")
 	fs.IntVar(&cfg.Rounds, "rounds", manyusers.DefaultUsersRounds, "runs per implementation and step, the order alternating")
 	mixFlags(fs, &cfg.Mix)
@@ -85,8 +88,11 @@ func proxyUsersFlags(fs *flag.FlagSet, c *common) func(context.Context, *report.
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", chainload.DefaultSideBySidePoll, "the proxies' -poll-interval")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the chains' logs and state (default: a new temporary directory, kept)")
 	return func(ctx context.Context, res *report.Result, progress io.Writer) error {
-		cfg.Implementations, cfg.Users = impls.list, users
+		cfg.Users = users
 		var err error
+		if cfg.Implementations, err = impls.implementations(); err != nil {
+			return err
+		}
 		if cfg.Dir, err = workDir(cfg.Dir, "flurry-proxyusers-"); err != nil {
 			return err
 		}
