@@ -27,10 +27,19 @@ const QuickPairAttribute = "flurry-quick-pair"
 // client is connected when the proxy's answering checks reach it: one
 // round trip. A client may do it only with a proxy that announced it, as
 // a standard proxy would wait for a nomination that never comes; a proxy
-// may do it with any client, whose nomination then arrives later and moves
-// the proxy to the nominated pair if that one has the higher priority.
-// Either way the peers may end on different pairs, each of which works
-// both ways, and ICE delivers what arrives on any pair.
+// may do it with any client, whose nomination then arrives later.
+//
+// The peers may select different pairs, each of which works both ways, and
+// ICE delivers what arrives on any pair; but the DTLS handshake then takes
+// one 5-tuple out and another back, which no browser does, and a censor
+// that admits DTLS flow by flow (one that allowlists browsers' hellos)
+// drops the reply on the flow it saw no hello on. So the controlling
+// peer's nomination always wins: a QuickPair selects the pair nominated
+// last as soon as it works both ways, whatever its priority (pion's
+// controlled agent moves only to a pair of higher priority, and keeps a
+// pair a QuickPair selected). Snowflake's client nominates as pion does; a
+// Flurry client that selects quickly nominates its pair afterwards with
+// the checks of covertdtls's mimic.
 //
 // Relay (TURN) pairs are left to ICE's nomination and its wait for a
 // better pair. A QuickPair serves one peer connection: install it on the
@@ -39,6 +48,9 @@ type QuickPair struct {
 	enabled  atomic.Bool
 	done     atomic.Bool // a pair was selected, by us or by nomination
 	onSelect func()
+	// On the ICE agent's loop only: the pair q selected last, and the
+	// pair the controlling peer nominated last.
+	selected, nominated *ice.CandidatePair
 }
 
 // Install makes se's ICE agents consult q on every binding request.
@@ -66,17 +78,32 @@ func (q *QuickPair) Watch(pc *webrtc.PeerConnection) {
 // request; true selects pair.
 func (q *QuickPair) onBindingRequest(m *stun.Message, local, remote ice.Candidate, pair *ice.CandidatePair) bool {
 	if m.Contains(stun.AttrUseCandidate) {
-		// The controlling peer nominates: ICE selects from here on.
+		// The controlling peer nominates: no quick selection from here on.
 		q.done.Store(true)
+		q.nominated = pair
+	}
+	if pair == nil || pair.ResponsesReceived() == 0 {
 		return false
 	}
-	if !q.enabled.Load() || q.done.Load() || pair == nil || pair.ResponsesReceived() == 0 ||
+	if q.nominated != nil {
+		// Follow the nomination, on its request or, if the pair did not
+		// work both ways then, on a later one (a pion client nominates
+		// only until its check of the pair succeeds). Where pion selected
+		// the pair itself, this selects it once more.
+		if pair != q.nominated || pair == q.selected {
+			return false
+		}
+		q.selected = pair
+		return true
+	}
+	if !q.enabled.Load() || q.done.Load() ||
 		local.Type() == ice.CandidateTypeRelay || remote.Type() == ice.CandidateTypeRelay {
 		return false
 	}
 	if !q.done.CompareAndSwap(false, true) {
 		return false
 	}
+	q.selected = pair
 	if q.onSelect != nil {
 		q.onSelect()
 	}

@@ -13,8 +13,8 @@ import (
 )
 
 // TestQuickPairRule: a QuickPair selects the first pair whose own check
-// succeeded, once, only when enabled, never a relay pair, and never after
-// a nomination.
+// succeeded, once, only when enabled, never a relay pair, and not after a
+// nomination; and it follows the controlling peer's nominations.
 func TestQuickPairRule(t *testing.T) {
 	host := func(port int) ice.Candidate {
 		c, err := ice.NewCandidateHost(&ice.CandidateHostConfig{Network: "udp", Address: "192.0.2.1", Port: port, Component: 1})
@@ -68,16 +68,44 @@ func TestQuickPairRule(t *testing.T) {
 		t.Errorf("onSelect called %d times, want 1", selections)
 	}
 
+	// The controlling peer's nomination wins over q's own selection.
+	var f QuickPair
+	f.Enable(nil)
+	ab, ac, ad := checked(a, b), checked(a, c), &ice.CandidatePair{Local: a, Remote: host(4)}
+	if !f.onBindingRequest(request(t, false), a, b, ab) {
+		t.Fatal("did not select a pair that works both ways")
+	}
+	if f.onBindingRequest(request(t, true), a, b, ab) {
+		t.Error("selected its own pair again when it was nominated")
+	}
+	if !f.onBindingRequest(request(t, true), a, c, ac) {
+		t.Error("did not follow a nomination of another pair")
+	}
+	if f.onBindingRequest(request(t, true), a, c, ac) || f.onBindingRequest(request(t, false), a, b, ab) {
+		t.Error("moved again without a new nomination")
+	}
+	if f.onBindingRequest(request(t, true), a, ad.Remote, ad) {
+		t.Error("followed a nomination of a pair whose own check has not succeeded")
+	}
+	ad.UpdateRoundTripTime(time.Millisecond)
+	if !f.onBindingRequest(request(t, false), a, ad.Remote, ad) {
+		t.Error("did not follow the nominated pair once it worked both ways")
+	}
+
+	// Without a selection of its own, q selects each newly nominated pair
+	// once (pion may have selected it already), and nothing else.
 	var n QuickPair
 	n.Enable(nil)
-	if n.onBindingRequest(request(t, true), a, b, checked(a, b)) {
-		t.Error("selected on a nomination, which ICE itself handles")
+	if !n.onBindingRequest(request(t, true), a, b, ab) || n.onBindingRequest(request(t, true), a, b, ab) {
+		t.Error("did not select a nominated pair exactly once")
 	}
-	if n.onBindingRequest(request(t, false), a, c, checked(a, c)) {
-		t.Error("selected after a nomination")
+	if n.onBindingRequest(request(t, false), a, c, ac) {
+		t.Error("selected quickly after a nomination")
+	}
+	if !n.onBindingRequest(request(t, true), a, relay, checked(a, relay)) {
+		t.Error("did not follow a nomination of a relay pair")
 	}
 }
-
 // TestQuickPairConnects: peers connect whether both select quickly (the
 // client enabled by the answer's attribute), only the answerer does (a
 // Snowflake client with a Flurry proxy), or the answerer does not and so

@@ -292,10 +292,13 @@ func (d *Dialer) Connect(ctx context.Context, negotiate Negotiator, offerCreated
 	if answer.Type != messages.SDPTypeAnswer {
 		return nil, fmt.Errorf("%w: not of type answer", ErrBadAnswer)
 	}
-	if sdp.HasSessionAttribute(answer.SDP, webrtcnet.QuickPairAttribute) {
+	if d.shaper != nil && sdp.HasSessionAttribute(answer.SDP, webrtcnet.QuickPairAttribute) {
 		// The proxy selects without our nomination, so we may select
 		// without sending one; covert DTLS's mimic then marks our next
-		// checks as nominating, as Chromium's are.
+		// checks as nominating, as Chromium's are, which moves the proxy
+		// to our pair if it selected another. Without mimic our checks
+		// never nominate: the peers could stay on different pairs, DTLS
+		// going out on one 5-tuple and back on another.
 		quick.Enable(func() { d.shaper.Nominated(answer.SDP) })
 	}
 	if !p.track(d.shaper.TrackRemote(answer.SDP)) {
