@@ -106,6 +106,7 @@ func TestQuickPairRule(t *testing.T) {
 		t.Error("did not follow a nomination of a relay pair")
 	}
 }
+
 // TestQuickPairConnects: peers connect whether both select quickly (the
 // client enabled by the answer's attribute), only the answerer does (a
 // Snowflake client with a Flurry proxy), or the answerer does not and so
