@@ -3,6 +3,7 @@ package webrtcnet
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
@@ -36,18 +37,27 @@ type Peer struct {
 	WrapNet func(transport.Net) transport.Net
 }
 
+// dtlsFlightInterval is when a DTLS flight without an answer is first
+// sent again; the wait doubles with each resend. DTLS 1.3 (RFC 9147,
+// 5.8.2) recommends 100 ms; pion waits 1 s, as DTLS 1.2 did, so a flight
+// lost on a lossy path, or sent on a candidate pair the peer did not yet
+// use (QuickPair), delayed a connection by a second. On a longer round
+// trip the first resends are early and cost a few datagrams.
+const dtlsFlightInterval = 100 * time.Millisecond
+
 // SettingEngine builds the settings both peers share: pion's logs through
 // Logger, detached DataChannels of at most MaxMessageSize, the SCTP sender
-// of DataPath, no mDNS, large socket buffers on Net (common/sockbuf), the
-// covert DTLS hello, and LoopbackOnly or KeepLocalAddresses. It returns
-// the covert DTLS Shaper that must learn each offer (covertdtls.Config.
-// Apply).
+// of DataPath, no mDNS, dtlsFlightInterval, large socket buffers on Net
+// (common/sockbuf), the covert DTLS hello, and LoopbackOnly or
+// KeepLocalAddresses. It returns the covert DTLS Shaper that must learn
+// each offer (covertdtls.Config.Apply).
 func (p Peer) SettingEngine() (*webrtc.SettingEngine, *covertdtls.Shaper, error) {
 	se := &webrtc.SettingEngine{LoggerFactory: pionlog.New(p.Logger)}
 	se.DetachDataChannels()
 	se.SetSCTPMaxMessageSize(p.MaxMessageSize)
 	DataPath(se)
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.SetDTLSRetransmissionInterval(dtlsFlightInterval)
 	// Large kernel buffers on every UDP socket, so that a burst of a
 	// download is not dropped while the reader is late (each drop costs
 	// SCTP a retransmission timeout of at least one second). It changes
