@@ -66,8 +66,9 @@ func (q *QuickPair) Enable(onSelect func()) {
 	q.enabled.Store(true)
 }
 
-// Watch ends q's part once pc's ICE transport selects a pair some other
-// way, so that q never moves a selection.
+// Watch ends q's quick selection once pc's ICE transport selects a pair
+// some other way, so that it never moves ICE's own selection; following
+// nominations goes on.
 func (q *QuickPair) Watch(pc *webrtc.PeerConnection) {
 	pc.SCTP().Transport().ICETransport().OnSelectedCandidatePairChange(func(*webrtc.ICECandidatePair) {
 		q.done.Store(true)
