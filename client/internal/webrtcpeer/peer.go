@@ -158,7 +158,8 @@ func NewDialer(cfg Config) (*Dialer, error) {
 	se.SetSCTPMaxReceiveBufferSize(sctpReceiveBuffer)
 	// ICE reports disconnected after half the dead-peer timeout without a
 	// packet, which starts the Peer's own checks (OnSilence), and connected
-	// again when one comes; pion checks at the keepalive interval.
+	// again when one comes; pion checks, and sends a keepalive, at the
+	// keepalive interval (silenceDeadlines counts on both).
 	se.SetICETimeouts(cfg.DeadPeerTimeout/2, iceFailedTimeout, cfg.DeadPeerTimeout/4)
 	// The client is ICE's controlling agent: it nominates the first pair
 	// that works. pion waits 500 ms before nominating a pair with a
@@ -442,10 +443,13 @@ const (
 	// data was arriving when the silence began.
 	Silent
 	// Quiet: silent for longer than a live proxy stays silent. ICE sends
-	// a keepalive after a quarter of the dead-peer timeout without a
-	// packet, checked as often, and reports the silence after half of
-	// it; a live proxy's answer comes within a round trip of that (the
-	// Peer waits 1.25 round trips and quietSlack).
+	// a keepalive at each of its checks, a quarter of the dead-peer
+	// timeout apart, and reports the silence at the first check after
+	// half of it, when the keepalives sent into the silence have waited
+	// half and a quarter of the timeout. A live proxy answers each within
+	// a round trip (the Peer allows 1.25 round trips and quietSlack): the
+	// Peer is quiet once both answers are overdue, two in a row lost or a
+	// dead proxy.
 	Quiet
 )
 
@@ -529,13 +533,12 @@ func (p *Peer) checkSilence(gen int) {
 		return
 	}
 	elapsed := time.Since(p.silentSince)
-	dieAt := p.deadAfter - p.deadAfter/2
+	rtt := time.Duration(st.CurrentRoundTripTime * float64(time.Second))
+	quietAt, dieAt := silenceDeadlines(rtt, p.deadAfter)
 	if elapsed >= dieAt {
 		p.die(errDisconnected)
 		return
 	}
-	rtt := time.Duration(st.CurrentRoundTripTime * float64(time.Second))
-	quietAt := rtt + rtt/4 + quietSlack
 	next := dieAt
 	switch {
 	case p.state != Silent || quietAt >= dieAt:
@@ -546,6 +549,15 @@ func (p *Peer) checkSilence(gen int) {
 		p.setState(Quiet)
 	}
 	p.scheduleCheck(next - elapsed)
+}
+
+// silenceDeadlines returns when, counted from ICE's report of a silence,
+// a Peer that was carrying data is quiet and when it dies, on a path of
+// round trip rtt. ICE reports the silence after half the dead-peer
+// timeout; the second keepalive sent into it went out a quarter of the
+// timeout before the report (Quiet).
+func silenceDeadlines(rtt, deadAfter time.Duration) (quiet, die time.Duration) {
+	return rtt + rtt/4 + quietSlack - deadAfter/4, deadAfter - deadAfter/2
 }
 
 // Read reads the bytes of received messages. It fails once the Peer is
