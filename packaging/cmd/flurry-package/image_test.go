@@ -171,9 +171,31 @@ type podman struct {
 
 func newPodman(t *testing.T) *podman {
 	testtool.NeedRoot(t, "rootful podman")
-	p := &podman{t: t, path: testtool.Need(t, "podman", "podman"), dir: t.TempDir()}
+	path := testtool.Need(t, "podman", "podman")
 	testtool.Need(t, "runc", "runc")
-	t.Cleanup(func() { p.cmd("rm", "--all", "--force").Run() })
+	dir, err := os.MkdirTemp("", "flurry-podman-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &podman{t: t, path: path, dir: dir}
+	t.Cleanup(func() {
+		p.cmd("rm", "--all", "--force").Run()
+		// conmon runs podman's cleanup of each removed container on its
+		// own, which may still write into the storage for a moment after
+		// rm returns (t.TempDir's removal failed on that once).
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("removing podman's storage: %v", err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	return p
 }
 
