@@ -91,8 +91,9 @@ type Config struct {
 	// (utls-nosni).
 	UTLSRemoveSNI bool
 
-	// CovertDTLS shapes the DTLS ClientHello (covertdtls-config,
-	// covertdtls-fingerprint); the zero value is pion's own hello.
+	// CovertDTLS shapes the DTLS handshake and the ICE checks
+	// (covertdtls-config, covertdtls-fingerprint); the zero value is
+	// pion's own, flurry-client defaults to covertdtls.Mimic.
 	CovertDTLS covertdtls.Config
 
 	// KeepLocalAddresses offers private and loopback addresses as ICE

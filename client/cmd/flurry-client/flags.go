@@ -69,7 +69,7 @@ Flags:
 	fs.StringVar(&c.AMPCacheURL, "ampcache", "", "AMP cache URL for rendezvous (with -url)")
 	fs.StringVar(&c.SQSQueueURL, "sqsqueue", "", "SQS queue URL for rendezvous, https://sqs.<region>.amazonaws.com/<account>/<queue> (instead of -url)")
 	fs.StringVar(&c.SQSCredentials, "sqscreds", "", "base64 credentials for -sqsqueue (see common/sqscreds)")
-	fs.StringVar(&o.covertDTLS, "covertdtls-config", "disable", "covert DTLS mode of the ClientHello: disable (pion's own), mimic (a recent Chrome's), randomize, randomizemimic (a browser's picked per connection); see docs/fingerprinting.md")
+	fs.StringVar(&o.covertDTLS, "covertdtls-config", "mimic", "covert DTLS mode: the shape of the client's DTLS and ICE checks: mimic (Chromium's, which also lets the client select a candidate pair with a Flurry proxy without waiting for its nomination: about 200 ms sooner connected), randomizemimic (a browser's hello picked per connection), randomize, disable (pion's own, Snowflake's client's default); see docs/fingerprinting.md")
 	fs.StringVar(&o.covertFingerprint, "covertdtls-fingerprint", "", "with -covertdtls-config other than disable: replay this raw ClientHello (hex, as Snowflake's)")
 	fs.StringVar(&o.logFile, "log", "", "append logs to this file (default: no logs under tor, stderr with -socks)")
 	fs.BoolVar(&o.logToStateDir, "log-to-state-dir", false, "resolve -log relative to tor's pluggable-transport state directory")

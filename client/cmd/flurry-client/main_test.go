@@ -24,6 +24,7 @@ import (
 
 	"github.com/theodorsm/covert-dtls/pkg/fingerprints"
 
+	"github.com/flurrypt/flurry/common/covertdtls"
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/testkit/chaintest"
 	"github.com/flurrypt/flurry/messages"
@@ -326,10 +327,14 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// TestCovertDTLSFlags: every Snowflake mode is taken, with a raw
-// fingerprint too; an unknown mode or a fingerprint that is not a hello is
-// an error naming the flags.
+// TestCovertDTLSFlags: the default is mimic; every Snowflake mode is
+// taken, with a raw fingerprint too; an unknown mode or a fingerprint that
+// is not a hello is an error naming the flags.
 func TestCovertDTLSFlags(t *testing.T) {
+	c, _, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), []string{"-url", "https://broker.test/"})
+	if err != nil || c.CovertDTLS.Mode != covertdtls.Mimic {
+		t.Errorf("default covert DTLS mode %v (err %v), want mimic", c.CovertDTLS.Mode, err)
+	}
 	for _, args := range [][]string{
 		{"-covertdtls-config", "disable"},
 		{"-covertdtls-config", "mimic"},
