@@ -143,7 +143,8 @@ func inNetns(t *testing.T, got func(cellResult)) bool {
 	out, err := cmd.CombinedOutput()
 	passed := strings.Contains(string(out), "--- PASS: "+t.Name()+" ")
 	if err != nil || !passed {
-		t.Fatalf("in a network namespace: %v\n%s", err, out)
+		t.Fatalf("in a network namespace: %v\n%s\nthe child's own lines again (a report's tail may be all a reader sees):\n%s",
+			err, out, strings.Join(testLine.FindAllString(string(out), -1), "\n"))
 	}
 	if b, err := os.ReadFile(resultPath); err == nil && got != nil {
 		var r cellResult
@@ -154,6 +155,10 @@ func inNetns(t *testing.T, got func(cellResult)) bool {
 	}
 	return false
 }
+
+// testLine matches the first line of what a test wrote with t.Log or
+// t.Error, as go test prints it: indented, then file:line.
+var testLine = regexp.MustCompile(`(?m)^\s+\w+_test\.go:\d+: .*$`)
 
 // cellResult is what one chain measured.
 type cellResult struct {
