@@ -229,7 +229,39 @@ func startBrowserChain(t *testing.T, ctx context.Context, roles Roles) (*Chain, 
 	c := startBrowserChainOnly(t, ctx, roles)
 	b := startBrowserProxy(t, serveDir(t, filepath.Join(c.build, "web")), c.spki)
 	b.waitState(t, "the NAT test and a first poll", ready)
-	return c.Chain, b
+	// A client's offer finds the proxy only while one of its polls waits at
+	// the broker; between polls Snowflake's client would try again only 10 s
+	// later. Flurry's broker serves /debug at 1 request/s per address after
+	// a burst of 20, and says "rate limit exceeded" beyond.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		line := brokerAvailable(t, c.Chain)
+		if n, ok := strings.CutPrefix(line, "current snowflakes available: "); ok && n != "0" {
+			return c.Chain, b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no poll of the page waits at the broker: /debug says %q; state %+v", line, b.state(t))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// brokerAvailable returns the first line of the broker's /debug page,
+// Snowflake's and Flurry's alike: "current snowflakes available: N", the
+// proxies' polls waiting there.
+func brokerAvailable(t *testing.T, c *Chain) string {
+	t.Helper()
+	r, err := http.Get(c.BrokerURL + "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(body), "\n")
+	return first
 }
 
 // browserRoles are the chains the browser proxy serves: Flurry's client,
@@ -481,19 +513,6 @@ func TestWebProxyFaults(t *testing.T) {
 	web := serveDir(t, filepath.Join(c.build, "web"))
 	b := startBrowserProxy(t, web, c.spki)
 	b.waitState(t, "the proxy ready", ready)
-	available := func() string {
-		r, err := http.Get(c.BrokerURL + "debug")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Body.Close()
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, _, _ := strings.Cut(string(body), "\n")
-		return first
-	}
 
 	t.Run("capacity", func(t *testing.T) {
 		// A download that reads one byte and waits keeps its session open.
@@ -512,7 +531,7 @@ func TestWebProxyFaults(t *testing.T) {
 		// The broker holds a poll for 10 s and the proxy polls every 2 s:
 		// over 5 s a poll would have been seen.
 		for range 10 {
-			if got := available(); got != "current snowflakes available: 0" {
+			if got := brokerAvailable(t, c.Chain); got != "current snowflakes available: 0" {
 				t.Fatalf("at capacity, the broker says %q; state %+v", got, b.state(t))
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -533,7 +552,7 @@ func TestWebProxyFaults(t *testing.T) {
 		if !end.Running || end.Broker != "ok" {
 			t.Errorf("after the client vanished the proxy is %+v", end)
 		}
-		if got := available(); got != "current snowflakes available: 1" {
+		if got := brokerAvailable(t, c.Chain); got != "current snowflakes available: 1" {
 			t.Errorf("after the session the broker says %q, want the proxy polling", got)
 		}
 	})
