@@ -251,7 +251,8 @@ func startBrowserChain(t *testing.T, ctx context.Context, roles Roles) (*Chain, 
 // proxies' polls waiting there.
 func brokerAvailable(t *testing.T, c *Chain) string {
 	t.Helper()
-	r, err := http.Get(c.BrokerURL + "debug")
+	client := &http.Client{Timeout: 10 * time.Second}
+	r, err := client.Get(c.BrokerURL + "debug")
 	if err != nil {
 		t.Fatal(err)
 	}
