@@ -117,6 +117,9 @@ type Cluster struct {
 
 	flagsMu sync.Mutex
 	flags   map[string]map[string]bool // binary -> its flags
+
+	addrMu sync.Mutex
+	chosen map[string]bool // every address freeAddrs has handed out
 }
 
 // Proxy is one proxy process of a Cluster.
@@ -167,8 +170,37 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
+// freeAddrs returns n distinct free loopback addresses that differ from
+// every address it handed out before: a port chosen earlier may not be
+// bound yet, as when all the brokers' addresses are chosen before the
+// first broker starts.
+func (c *Cluster) freeAddrs(n int) ([]string, error) {
+	c.addrMu.Lock()
+	defer c.addrMu.Unlock()
+	if c.chosen == nil {
+		c.chosen = make(map[string]bool)
+	}
+	out := make([]string, 0, n)
+	for range 10 {
+		addrs, err := FreeAddrs(n - len(out))
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range addrs {
+			if !c.chosen[a] {
+				c.chosen[a] = true
+				out = append(out, a)
+			}
+		}
+		if len(out) == n {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("no %d free loopback ports apart from the %d already chosen", n, len(c.chosen))
+}
+
 func (c *Cluster) start(ctx context.Context) error {
-	addrs, err := FreeAddrs(5)
+	addrs, err := c.freeAddrs(5)
 	if err != nil {
 		return err
 	}
@@ -276,23 +308,24 @@ func (c *Cluster) startBrokers(ctx context.Context, addr string, args []string) 
 		if haPath, err = FindTool(HAProxyPath, "haproxy", "haproxy"); err != nil {
 			return err
 		}
-		natsAddr, err := FreeAddr()
+		natsAddrs, err := c.freeAddrs(1)
 		if err != nil {
 			return err
 		}
+		natsAddr := natsAddrs[0]
 		if c.NATS, err = StartNATS(ctx, NATSConfig{Path: natsPath, Name: "nats", Dir: c.cfg.Dir, Addr: natsAddr}); err != nil {
 			return err
 		}
 		c.NATSURL = "nats://" + natsAddr
 		c.log.Info("nats-server ready", "url", c.NATSURL, "pid", c.NATS.PID())
-		if c.BrokerAddrs, err = FreeAddrs(c.cfg.Brokers); err != nil {
+		if c.BrokerAddrs, err = c.freeAddrs(c.cfg.Brokers); err != nil {
 			return err
 		}
 	} else {
 		c.BrokerAddrs = []string{addr}
 	}
 	var err error
-	if c.BrokerMetricsAddrs, err = FreeAddrs(len(c.BrokerAddrs)); err != nil {
+	if c.BrokerMetricsAddrs, err = c.freeAddrs(len(c.BrokerAddrs)); err != nil {
 		return err
 	}
 	for i, a := range c.BrokerAddrs {
@@ -346,10 +379,11 @@ func (c *Cluster) StartProxy(ctx context.Context) (*Proxy, error) {
 	name := fmt.Sprintf("proxy-%d", c.nextProxy)
 	c.mu.Unlock()
 
-	metricsAddr, err := FreeAddr()
+	metricsAddrs, err := c.freeAddrs(1)
 	if err != nil {
 		return nil, err
 	}
+	metricsAddr := metricsAddrs[0]
 	args := []string{"-broker", c.BrokerURL, "-relay", c.RelayURL,
 		"-allow-non-tls-relay", "-allow-proxying-to-private-addresses",
 		"-poll-interval", c.cfg.PollInterval.String(), "-summary-interval", "0", "-verbose", "-unsafe-logging",

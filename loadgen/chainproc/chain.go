@@ -127,16 +127,14 @@ func StartChain(ctx context.Context, opt ChainOptions, im Implementation) (*Chai
 		return c, err
 	}
 	c.Procs[RoleServer] = server
-	brokerAddr, err := demo.FreeAddr()
+	// The broker's address, and a closed port for STUN and the NAT probe:
+	// both implementations' proxies default to public servers, which must
+	// not even be looked up.
+	addrs, err := demo.FreeAddrs(2)
 	if err != nil {
 		return c, err
 	}
-	// A closed port for STUN and the NAT probe: both implementations' proxies
-	// default to public servers, which must not even be looked up.
-	closedAddr, err := demo.FreeAddr()
-	if err != nil {
-		return c, err
-	}
+	brokerAddr, closedAddr := addrs[0], addrs[1]
 	bridges := filepath.Join(c.dir, "bridges.json")
 	line := fmt.Sprintf(`{"displayName":"side-by-side","webSocketAddress":"ws://%s/","fingerprint":"2B280B23E1107BB62ABFC40DDCC8824814F80A72"}`+"\n", serverAddr)
 	if err := os.WriteFile(bridges, []byte(line), 0o644); err != nil {
