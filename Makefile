@@ -100,7 +100,7 @@ pathlab: ## Snowflake v2.14.1, Flurry, the mixed chains and plain TCP side by si
 	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
 		FLURRY_PATHLAB=1 $(GO) test -v -count=1 -timeout 40m -run '^TestPathLab$$' .
 
-pathlab-failover: ## The serving proxy SIGKILLed mid-download on each path profile: Snowflake v2.14.1's chain, Flurry's with max=1 and max=2 (root; about 20 minutes; see docs/performance.md)
+pathlab-failover: ## The serving proxy SIGKILLed mid-download on each path profile: Snowflake v2.14.1's chain, Flurry's with max=1, max=1 and a standby, and max=2 (root; about 20 minutes; see docs/performance.md)
 	cd interop && $(GO) run ./cmd/snowflake-bins >/dev/null && \
 		FLURRY_PATHLAB=1 $(GO) test -v -count=1 -timeout 40m -run '^TestPathLabFailover$$' .
 

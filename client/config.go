@@ -78,6 +78,14 @@ type Config struct {
 	// once and a lost proxy costs at most a retransmission.
 	Max int
 
+	// Standby keeps one more proxy connected than Max (standby): it
+	// carries nothing, bar a keepalive every 10 s, until a proxy in use
+	// is lost or falls quiet, and then takes over at once, without a
+	// rendezvous; another is then collected to stand by. Only Flurry's
+	// relay leaves a standby proxy idle (Snowflake's sends through every
+	// proxy of a client), and it costs a volunteer's proxy per client.
+	Standby bool
+
 	// BridgeFingerprint is the hex fingerprint of the bridge the broker
 	// should pick (fingerprint); empty means Snowflake's default bridge.
 	BridgeFingerprint string
@@ -326,6 +334,13 @@ func ApplyBridgeArgs(cfg Config, args map[string][]string) (Config, error) {
 			return cfg, fmt.Errorf("%w: max: not an integer", ErrInvalidConfig)
 		}
 		cfg.Max = n
+	}
+	if v, ok := get("standby"); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return cfg, fmt.Errorf("%w: standby: not true or false", ErrInvalidConfig)
+		}
+		cfg.Standby = b
 	}
 	if v, ok := get("relay-key"); ok {
 		cfg.RelayKey = v

@@ -2,6 +2,7 @@ package client
 
 import (
 	"github.com/flurrypt/flurry/client/internal/multipath"
+	"github.com/flurrypt/flurry/common/encapsulation"
 )
 
 // WritePacket sends p as one encapsulated packet in one DataChannel
@@ -33,3 +34,20 @@ func (c *carrier) WritePackets(ps [][]byte) error {
 }
 
 var _ multipath.BatchCarrier = (*carrier)(nil)
+
+// StandBy lifts the Peer's idle timeout while the carrier stands by:
+// nothing comes through a standby proxy until it takes over.
+func (c *carrier) StandBy(standing bool) { c.peer.StandBy(standing) }
+
+// KeepAlive sends a padding chunk: traffic for the proxy's and the relay's
+// idle timeouts, which the relay's KCP never sees.
+func (c *carrier) KeepAlive() error {
+	c.wbuf.Reset()
+	if _, err := encapsulation.WritePadding(&c.wbuf, 1); err != nil {
+		return err
+	}
+	_, err := c.peer.Write(c.wbuf.Bytes())
+	return err
+}
+
+var _ multipath.StandbyCarrier = (*carrier)(nil)

@@ -81,12 +81,16 @@ func newSession(c *Client) (*session, error) {
 		silenceChanged: make(chan struct{}),
 	}
 	prober := &kcpProber{}
+	serving := 0 // all
+	if c.cfg.Standby {
+		serving = c.cfg.Max
+	}
 	s.pconn = multipath.New(id, relayAddr{}, multipath.ReplyWatch{
 		Timeout:      c.cfg.ReplyTimeout,
 		ExpectsReply: prober.expectsReply,
 		Floor:        s.kcpRetransmitFloor,
 		Probe:        prober.probe,
-	})
+	}, serving)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(1)
@@ -213,7 +217,16 @@ func (s *session) close() {
 	})
 }
 
-// collect keeps Config.Max proxies connected until ctx ends: whenever the
+// want is how many proxies the session keeps connected: Config.Max, and
+// one more with Config.Standby (the multipath Conn has it stand by).
+func (s *session) want() int {
+	if s.c.cfg.Standby {
+		return s.c.cfg.Max + 1
+	}
+	return s.c.cfg.Max
+}
+
+// collect keeps want proxies connected until ctx ends: whenever the
 // session has fewer that are not quiet, it runs one connection attempt,
 // pausing after failures (RetryMin doubling up to RetryMax, with jitter).
 // Counting a quiet proxy as missing starts its replacement before the
@@ -229,7 +242,7 @@ func (s *session) collect(ctx context.Context) {
 		// Wait until a proxy is missing or silent.
 		for {
 			changed, silenceChanged := s.pconn.Changed(), s.silenceChan()
-			if _, sound := s.proxies(); sound < s.c.cfg.Max {
+			if _, sound := s.proxies(); sound < s.want() {
 				break
 			}
 			select {
@@ -244,7 +257,7 @@ func (s *session) collect(ctx context.Context) {
 			s.log.Debug("silent proxy heard again; offer dropped", "peer", peerID)
 			continue
 		}
-		if healthy, _ := s.proxies(); err == nil && healthy >= s.c.cfg.Max {
+		if healthy, _ := s.proxies(); err == nil && healthy >= s.want() {
 			// The quiet proxy was heard again while this one connected.
 			s.log.Info("replacement not needed", "peer", peerID)
 			_ = peer.Close()
@@ -303,7 +316,7 @@ func (s *session) addPeer(peer *webrtcpeer.Peer) error {
 	if s.pconn.Len() == 1 && s.pconn.Stats().Carriers > 1 {
 		s.resend() // a proxy after none
 	}
-	s.log.Info("proxy connected", "peer", peer.ID())
+	s.log.Info("proxy connected", "peer", peer.ID(), "standby", s.pconn.Standing(car))
 	s.c.emit(Event{Kind: EventProxyConnected, Peer: peer.ID()})
 	s.connOnce.Do(func() { close(s.connected) })
 	return nil
@@ -333,16 +346,16 @@ func (s *session) silenceChan() <-chan struct{} {
 }
 
 // gate holds an attempt that a silent proxy started, its offer ready,
-// until the session needs it: it returns nil once fewer than Max proxies
-// are healthy, and errNotNeeded once Max are sound again.
+// until the session needs it: it returns nil once fewer than want proxies
+// are healthy, and errNotNeeded once want are sound again.
 func (s *session) gate(ctx context.Context) error {
 	for {
 		changed, silenceChanged := s.pconn.Changed(), s.silenceChan()
 		healthy, sound := s.proxies()
 		switch {
-		case healthy < s.c.cfg.Max:
+		case healthy < s.want():
 			return nil
-		case sound >= s.c.cfg.Max:
+		case sound >= s.want():
 			return errNotNeeded
 		}
 		select {
@@ -354,8 +367,9 @@ func (s *session) gate(ctx context.Context) error {
 	}
 }
 
-// setSilence records what car's Peer makes of its silence. A proxy heard
-// again while the session holds more than Max proxies (its replacement
+// setSilence records what car's Peer makes of its silence. A quiet proxy
+// in use hands over to the standby proxy, if there is one. A proxy heard
+// again while the session holds more than want proxies (its replacement
 // connected meanwhile) is closed: it has just shown it may stall, and the
 // replacement has not.
 func (s *session) setSilence(car *carrier, silence webrtcpeer.Silence) {
@@ -369,9 +383,11 @@ func (s *session) setSilence(car *carrier, silence webrtcpeer.Silence) {
 	s.markSilenceLocked(car, silence)
 	s.mu.Unlock()
 	switch {
+	case silence == webrtcpeer.Quiet && s.pconn.Demote(car):
+		s.log.Info("proxy quiet; the standby proxy took over", "peer", car.peer.ID())
 	case silence == webrtcpeer.Quiet:
 		s.log.Info("proxy quiet; collecting a replacement", "peer", car.peer.ID())
-	case silence == webrtcpeer.Heard && s.pconn.Len() > s.c.cfg.Max:
+	case silence == webrtcpeer.Heard && s.pconn.Len() > s.want():
 		go car.CloseWithReason(ErrReplaced)
 	}
 }
@@ -524,6 +540,9 @@ type Stats struct {
 	// once: a proxy was lost while others remained, or one connected
 	// after none.
 	Resends uint64
+	// Takeovers counts the times a standby proxy (Config.Standby) took
+	// over from one in use.
+	Takeovers uint64
 }
 
 // Stats returns the session's counters.
@@ -538,6 +557,7 @@ func (c *Conn) Stats() Stats {
 		ReceiveDropped:   st.RecvDropped,
 		Probes:           st.Probes,
 		Resends:          c.s.resends.Load(),
+		Takeovers:        st.Takeovers,
 	}
 }
 

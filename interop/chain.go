@@ -2,6 +2,7 @@ package interop
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/flurrypt/flurry/common/sqscreds"
 	"github.com/flurrypt/flurry/demo"
 	"github.com/flurrypt/flurry/internal/childproc"
+	"github.com/flurrypt/flurry/loadgen/procstat"
 	"github.com/flurrypt/flurry/messages"
 	"github.com/flurrypt/flurry/netlab"
 )
@@ -107,6 +110,9 @@ type ChainConfig struct {
 	// ClientMax is the client's -max, the proxies it keeps connected at
 	// once; 0 means 1, as in Snowflake's bridge lines.
 	ClientMax int
+	// ClientStandby gives Flurry's client -standby: one more proxy
+	// connected, idle until it takes over.
+	ClientStandby bool
 	// ProxyCapacity is every proxy's -capacity, the clients it serves at
 	// once; 0 leaves the flag out (unlimited).
 	ProxyCapacity int
@@ -392,6 +398,9 @@ func (c *Chain) start(ctx context.Context) error {
 		args = append(args, "-ampcache", c.cfg.AMPCache)
 	}
 	args = append(args, "-max", strconv.Itoa(max(c.cfg.ClientMax, 1)), "-keep-local-addresses", "-unsafe-logging", "-log", c.logPath("client-pt"))
+	if c.cfg.ClientStandby {
+		args = append(args, "-standby")
+	}
 	switch {
 	case c.cfg.ClientICE != "":
 		args = append(args, "-ice", c.cfg.ClientICE)
@@ -507,7 +516,8 @@ func (c *Chain) StartProxy(ctx context.Context) (*childproc.Process, error) {
 
 // ServingProxies returns the running proxies that relay a client now:
 // those with a TCP connection to the relay established (a proxy dials
-// the relay only for a client's DataChannel). Linux only.
+// the relay only for a client's DataChannel), the busiest first (the
+// most read calls: a standby proxy makes few). Linux only.
 func (c *Chain) ServingProxies() ([]*childproc.Process, error) {
 	relay, err := url.Parse(c.RelayURL)
 	if err != nil {
@@ -530,6 +540,15 @@ func (c *Chain) ServingProxies() ([]*childproc.Process, error) {
 			out = append(out, p)
 		}
 	}
+	reads := make(map[*childproc.Process]int64, len(out))
+	for _, p := range out {
+		io, err := procstat.ReadProcIO(p.PID())
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrChain, p.Name(), err)
+		}
+		reads[p] = io.Reads
+	}
+	slices.SortStableFunc(out, func(a, b *childproc.Process) int { return cmp.Compare(reads[b], reads[a]) })
 	return out, nil
 }
 

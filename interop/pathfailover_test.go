@@ -19,10 +19,11 @@ import (
 
 // failoverChains are the chains TestPathLabFailover runs: Snowflake's
 // (its client with -max 1, as in its bridge lines) and Flurry's with one
-// proxy at a time (the default) and with two.
+// proxy at a time (the default), with one and a standby, and with two.
 var failoverChains = []pathChain{
 	{name: "snowflake", roles: Roles{Snowflake, Snowflake, Snowflake, Snowflake}},
 	{name: "flurry", roles: Roles{}},
+	{name: "flurry-standby", roles: Roles{}, standby: true},
 	{name: "flurry-max2", roles: Roles{}, max: 2},
 }
 
@@ -162,7 +163,7 @@ func runFailoverCell(t *testing.T, n int, path netlab.Profile, c pathChain, fl d
 		t.Fatal(err)
 	}
 	chain, err := StartChain(ctx, ChainConfig{Roles: c.roles, Flurry: fl, Snowflake: sf, FileSize: failoverFileSize,
-		STUN: stunURL, Lab: lab, Dir: dir, ClientMax: c.max, ProxyCapacity: 1})
+		STUN: stunURL, Lab: lab, Dir: dir, ClientMax: c.max, ClientStandby: c.standby, ProxyCapacity: 1})
 	if err != nil {
 		return fail("chain: %v", err)
 	}

@@ -30,9 +30,10 @@ var pathChains = []pathChain{
 
 // pathChain is a chain of the path lab, named for its report.
 type pathChain struct {
-	name  string
-	roles Roles
-	max   int // the client's -max; 0 means 1
+	name    string
+	roles   Roles
+	max     int  // the client's -max; 0 means 1
+	standby bool // the client's -standby
 }
 
 // sharedChains also run, on a rate-limited path, beside a plain TCP

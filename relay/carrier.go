@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flurrypt/flurry/common/encapsulation"
@@ -136,6 +137,11 @@ type carrier struct {
 	deadline      clock         // the read deadline set on conn; 0: none set yet
 	unparkable    bool          // the poller refused the carrier: wait here
 	opened        bool          // it has waited for a chunk once (see readFirst)
+
+	// Shared by the reader and the writer (standby.go).
+	delivered atomic.Int64  // clock of the last packet delivered, coarsely; 0: none
+	standing  atomic.Bool   // the writer waits in standBy
+	wake      chan struct{} // wakes it (capacity 1); made with the writer
 }
 
 func newCarrier(r *Relay, conn *wsserver.Conn, addr netip.Addr) *carrier {
@@ -185,6 +191,9 @@ func (c *carrier) resume() {
 	}
 	// What the carrier took may be lost with it: let resends through.
 	c.client.resend.dropCarrier(c.resendNum)
+	if c.inUse(c.r.now()) {
+		c.client.deliveries.carrierLeft()
+	}
 	if c.writerStarted {
 		close(c.stopWriter)
 		<-c.writerDone
@@ -296,7 +305,7 @@ func (c *carrier) readLoop() error {
 			c.r.pools.packets.Put(bp)
 			return err
 		}
-		c.refreshActive()
+		c.noteDelivery(c.refreshActive())
 		if !c.writerStarted {
 			// Start sending before the packet is queued, so that the
 			// answer to it finds a writer.
@@ -310,11 +319,14 @@ func (c *carrier) readLoop() error {
 }
 
 // refreshActive records that a chunk arrived, but moves the idle deadline
-// only every 1/16 of it: deadlines cost a timer update.
-func (c *carrier) refreshActive() {
-	if now := c.r.now(); time.Duration(now-c.active) > c.r.cfg.CarrierIdleTimeout/16 {
+// only every 1/16 of it: deadlines cost a timer update. It returns the
+// time it read.
+func (c *carrier) refreshActive() clock {
+	now := c.r.now()
+	if time.Duration(now-c.active) > c.r.cfg.CarrierIdleTimeout/16 {
 		c.active = now
 	}
+	return now
 }
 
 // readFirst reads the first byte of the next chunk into c.first without
@@ -387,18 +399,27 @@ func (c *carrier) startWriter() {
 	// Made here, not for every carrier: most idle ones never write.
 	c.stopWriter = make(chan struct{})
 	c.writerDone = make(chan struct{})
+	c.wake = make(chan struct{}, 1)
 	queue := c.shard.pconn.OutgoingQueue(c.idAddr)
 	go c.writeLoop(queue)
 }
 
 // writeLoop sends the packets KCP queues for this carrier's ClientID.
 // Several carriers of one ClientID share the queue, so their packets spread
-// over all of them. Outgoing packets that are already waiting are batched
-// into one message.
+// over all of them, but for a carrier that stands by (standby.go).
+// Outgoing packets that are already waiting are batched into one message.
 func (c *carrier) writeLoop(queue <-chan []byte) {
 	defer close(c.writerDone)
 	pconn := c.shard.pconn
 	for {
+		waited, live := c.standBy()
+		if !live {
+			return
+		}
+		if waited {
+			// The queue may have expired meanwhile: take the current one.
+			queue = pconn.OutgoingQueue(c.idAddr)
+		}
 		var p []byte
 		var ok bool
 		select {

@@ -35,6 +35,7 @@ type testCarrier struct {
 	raw     net.Conn     // the TCP connection under the WebSocket
 	packets atomic.Int64 // packets received on this carrier
 	sent    atomic.Int64 // packets sent on this carrier
+	idle    atomic.Bool  // WriteTo passes it over: a standby proxy's
 	done    chan struct{}
 
 	// Sealed carriers (seal_test.go): the directions, and the join header
@@ -151,9 +152,18 @@ func (p *testPacketConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 		p.mu.Unlock()
 		return len(b), nil
 	}
-	c := p.carriers[p.next%len(p.carriers)]
+	var c *testCarrier
+	for range len(p.carriers) {
+		if c = p.carriers[p.next%len(p.carriers)]; !c.idle.Load() {
+			break
+		}
+		p.next++
+	}
 	p.next++
 	p.mu.Unlock()
+	if c.idle.Load() {
+		return len(b), nil // no carrier in use
+	}
 	var msg bytes.Buffer
 	if c.send != nil {
 		c.wmu.Lock()

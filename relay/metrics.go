@@ -40,23 +40,24 @@ var refuseReasons = [...]string{refuseMalformed, refuseAddr, refuseGlobal}
 // counters are the relay's statistics, updated with atomics on the data
 // path and exported through the Relay's own Prometheus registry.
 type counters struct {
-	connsTotal     atomic.Uint64
-	connsActive    atomic.Int64 // carriers past the handshake
-	connsParked    atomic.Int64 // of which parked (idle: no goroutine, no buffer)
-	sessionsTotal  atomic.Uint64
-	sessionsActive atomic.Int64
-	streamsTotal   atomic.Uint64
-	streamsActive  atomic.Int64
-	dialFailures   atomic.Uint64
-	carrierIn      atomic.Uint64 // KCP packet bytes received from carriers
-	carrierOut     atomic.Uint64 // KCP packet bytes sent on carriers
-	streamUp       atomic.Uint64 // stream bytes client -> target
-	streamDown     atomic.Uint64 // stream bytes target -> client
-	handshakeFail  [len(failReasons)]atomic.Uint64
-	rejectedPath   atomic.Uint64
-	rejectedLimit  atomic.Uint64
-	rejectedAddr   atomic.Uint64
-	refused        [len(refuseReasons)]atomic.Uint64
+	connsTotal      atomic.Uint64
+	connsActive     atomic.Int64 // carriers past the handshake
+	connsParked     atomic.Int64 // of which parked (idle: no goroutine, no buffer)
+	connsStandingBy atomic.Int64 // of which standing by for their client (standby.go)
+	sessionsTotal   atomic.Uint64
+	sessionsActive  atomic.Int64
+	streamsTotal    atomic.Uint64
+	streamsActive   atomic.Int64
+	dialFailures    atomic.Uint64
+	carrierIn       atomic.Uint64 // KCP packet bytes received from carriers
+	carrierOut      atomic.Uint64 // KCP packet bytes sent on carriers
+	streamUp        atomic.Uint64 // stream bytes client -> target
+	streamDown      atomic.Uint64 // stream bytes target -> client
+	handshakeFail   [len(failReasons)]atomic.Uint64
+	rejectedPath    atomic.Uint64
+	rejectedLimit   atomic.Uint64
+	rejectedAddr    atomic.Uint64
+	refused         [len(refuseReasons)]atomic.Uint64
 	// sessionsReclaimed counts sessions closed for opening no stream.
 	sessionsReclaimed atomic.Uint64
 	// sessionsAbandoned counts sessions closed for having had no carrier
@@ -173,6 +174,7 @@ func newRegistry(c *counters, drops func() float64) *prometheus.Registry {
 		counter("connections_total", "WebSocket connections that completed the turbotunnel handshake.", u(&c.connsTotal)),
 		gauge("connections", "Open WebSocket connections past the handshake.", i(&c.connsActive)),
 		gauge("connections_parked", "Open connections idle in the poller, without a goroutine or buffer.", i(&c.connsParked)),
+		gauge("connections_standing_by", "Open connections whose client keeps them in reserve: they take none of its packets.", i(&c.connsStandingBy)),
 		counter("sessions_total", "KCP sessions started.", u(&c.sessionsTotal)),
 		gauge("sessions", "Live KCP sessions.", i(&c.sessionsActive)),
 		counter("streams_total", "smux streams accepted.", u(&c.streamsTotal)),

@@ -67,6 +67,8 @@ type clientState struct {
 	// resend records which carrier took each segment of the session's,
 	// to hold back resends of what is only waiting (resend.go).
 	resend resendFilter
+	// deliveries keeps a standby proxy's carrier idle (standby.go).
+	deliveries deliveries
 }
 
 // New returns a Relay configured by cfg (see Config for defaults). It

@@ -66,6 +66,7 @@ Flags:
 	fs.Func("ice", "comma-separated ICE servers: stun:host:port, turn:user:pass@host:port[?transport=tcp], turns:user:pass@host:port (credentials percent-encoded); empty means none",
 		func(s string) error { c.ICEServers = commalist.Split(s); return nil })
 	fs.IntVar(&c.Max, "max", client.DefaultMax, "number of proxies to keep connected (2 or more: all carry traffic at once)")
+	fs.BoolVar(&c.Standby, "standby", false, "keep one more proxy connected, idle, to take over at once when one in use is lost (with Flurry's relay; costs a volunteer's proxy)")
 	fs.StringVar(&c.AMPCacheURL, "ampcache", "", "AMP cache URL for rendezvous (with -url)")
 	fs.StringVar(&c.SQSQueueURL, "sqsqueue", "", "SQS queue URL for rendezvous, https://sqs.<region>.amazonaws.com/<account>/<queue> (instead of -url)")
 	fs.StringVar(&c.SQSCredentials, "sqscreds", "", "base64 credentials for -sqsqueue (see common/sqscreds)")

@@ -31,7 +31,7 @@ func (b *batchCarrier) WritePackets(ps [][]byte) error {
 // holds before a BatchCarrier joins: it must receive all of them, in order,
 // in batches of at most MaxBatch, and every packet must count as sent.
 func TestBatchCarrierGetsQueuedPackets(t *testing.T) {
-	c := New(nil, nil, ReplyWatch{})
+	c := New(nil, nil, ReplyWatch{}, 0)
 	defer c.Close()
 	const n = MaxBatch + 3
 	for i := range n {

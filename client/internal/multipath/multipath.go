@@ -93,6 +93,25 @@ type Carrier interface {
 	Close() error
 }
 
+// StandbyCarrier is a Carrier that can stand by: the Conn tells it when
+// it starts and stops standing by, and while it does, sends it a keepalive
+// every standbyKeepalive instead of packets.
+type StandbyCarrier interface {
+	Carrier
+	// StandBy is called with true when the carrier starts standing by,
+	// and with false when it starts carrying packets again.
+	StandBy(standing bool)
+	// KeepAlive sends what keeps the carrier's path open (its proxy's and
+	// the far end's idle timeouts) without reaching the far end as a
+	// packet.
+	KeepAlive() error
+}
+
+// standbyKeepalive is how often a standing-by carrier sends a keepalive:
+// well within the 30 s after which Snowflake's and Flurry's proxies close
+// a DataChannel that carries nothing.
+const standbyKeepalive = 10 * time.Second
+
 // Stats counts a Conn's drops and carriers. Counters only grow.
 type Stats struct {
 	RecvDropped  uint64 // received packets dropped: receive queue full
@@ -101,6 +120,7 @@ type Stats struct {
 	PacketsSent  uint64 // packets written to carriers
 	PacketsRecvd uint64 // packets read from carriers
 	Probes       uint64 // probes sent, by the reply watch or greeting a carrier (also in PacketsSent)
+	Takeovers    uint64 // standing-by carriers that started carrying packets
 }
 
 // Conn is a net.PacketConn over a changing set of carriers. Its addresses
@@ -117,6 +137,7 @@ type Conn struct {
 	wg            sync.WaitGroup // carrier goroutines and the watch
 
 	watch    ReplyWatch
+	serving  int          // how many carriers carry packets at once; 0: all (New)
 	epoch    time.Time    // origin of the clock readings below
 	lastRecv atomic.Int64 // clock reading of the last packet received; 0: none
 
@@ -124,7 +145,7 @@ type Conn struct {
 	members map[*member]struct{}
 	changed chan struct{} // closed and replaced when members change
 
-	recvDropped, sendDropped, carriers, sent, recvd, probes atomic.Uint64
+	recvDropped, sendDropped, carriers, sent, recvd, probes, takeovers atomic.Uint64
 }
 
 // member is one carrier in the set.
@@ -143,15 +164,28 @@ type member struct {
 	lastRecv   atomic.Int64  // clock reading of m's last received packet; 0: none
 	sinceProbe atomic.Uint64 // packets m received since its last probe
 	probe      chan []byte   // a probe for the writer to send (capacity 1)
-	greet      bool          // the far end knew the session when m joined: see greet
+	greet      bool          // the far end knew the session when m joined, or m joined standing by: see greet
+
+	standby atomic.Bool   // m stands by (see New); changed under the Conn's mu
+	role    chan struct{} // wakes the writer when standby changes (capacity 1)
 }
 
 // New returns a Conn with no carriers, which drops carriers that stop
 // answering as w says.
-func New(local, remote net.Addr, w ReplyWatch) *Conn {
+//
+// With serving positive, at most that many carriers carry packets; a
+// carrier added beyond them stands by: it sends nothing but a keepalive
+// now and then (StandbyCarrier) and is read as any other. A standing-by
+// carrier takes over, greeting the far end first (see greet), when a
+// carrying one leaves the set, when the owner demotes one (Demote), and
+// when a packet arrives through it: the far end sends through a standby
+// only when the carriers in use fell silent. The carrier that has
+// received nothing for the longest then stands by in its place.
+func New(local, remote net.Addr, w ReplyWatch, serving int) *Conn {
 	c := &Conn{
 		local:        local,
 		remote:       remote,
+		serving:      max(serving, 0),
 		recv:         make(chan []byte, QueueSize),
 		send:         make(chan []byte, QueueSize),
 		readDeadline: deadline.New(),
@@ -206,6 +240,7 @@ func (c *Conn) Add(car Carrier) (<-chan struct{}, error) {
 		removed:    make(chan struct{}),
 		probe:      make(chan []byte, 1),
 		greet:      c.lastRecv.Load() != 0,
+		role:       make(chan struct{}, 1),
 	}
 	c.mu.Lock()
 	select {
@@ -214,6 +249,10 @@ func (c *Conn) Add(car Carrier) (<-chan struct{}, error) {
 		_ = car.Close()
 		return nil, ErrConnClosed
 	default:
+	}
+	if c.serving > 0 && c.servingLocked() >= c.serving {
+		m.standby.Store(true)
+		m.greet = true // the far end knows the session by the time m takes over
 	}
 	c.members[m] = struct{}{}
 	c.notifyLocked()
@@ -230,6 +269,108 @@ func (c *Conn) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.members)
+}
+
+// Standing reports whether car is in the set and stands by.
+func (c *Conn) Standing(car Carrier) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.memberLocked(car)
+	return m != nil && m.standby.Load()
+}
+
+// Demote makes car stand by and a standing-by carrier take over from it,
+// if car carries packets and another stands by. It reports whether it
+// did.
+func (c *Conn) Demote(car Carrier) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.memberLocked(car)
+	if m == nil || m.standby.Load() {
+		return false
+	}
+	for s := range c.members {
+		if s.standby.Load() {
+			c.setStandbyLocked(s, false)
+			c.setStandbyLocked(m, true)
+			return true
+		}
+	}
+	return false
+}
+
+// memberLocked returns car's member, nil if car is not in the set; mu is
+// held.
+func (c *Conn) memberLocked(car Carrier) *member {
+	for m := range c.members {
+		if m.car == car {
+			return m
+		}
+	}
+	return nil
+}
+
+// servingLocked counts the carriers that carry packets; mu is held.
+func (c *Conn) servingLocked() int {
+	n := 0
+	for m := range c.members {
+		if !m.standby.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// setStandbyLocked changes m's role and wakes its writer; mu is held.
+func (c *Conn) setStandbyLocked(m *member, standing bool) {
+	if m.standby.Swap(standing) == standing {
+		return
+	}
+	if !standing {
+		c.takeovers.Add(1)
+	}
+	select {
+	case m.role <- struct{}{}:
+	default:
+	}
+}
+
+// takeOver makes the standing-by m carry packets, because a packet came
+// through it, and the carrier that has received nothing for the longest
+// stand by if more than serving now carry.
+func (c *Conn) takeOver(m *member) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.members[m]; !ok || !m.standby.Load() {
+		return
+	}
+	c.setStandbyLocked(m, false)
+	if c.servingLocked() <= c.serving {
+		return
+	}
+	var oldest *member
+	for o := range c.members {
+		if o != m && !o.standby.Load() && (oldest == nil || o.lastRecv.Load() < oldest.lastRecv.Load()) {
+			oldest = o
+		}
+	}
+	if oldest != nil {
+		c.setStandbyLocked(oldest, true)
+	}
+}
+
+// promoteLocked makes a standing-by carrier carry packets if fewer than
+// serving do; mu is held.
+func (c *Conn) promoteLocked() {
+	if c.serving == 0 || c.servingLocked() >= c.serving {
+		return
+	}
+	for m := range c.members {
+		if m.standby.Load() {
+			c.setStandbyLocked(m, false)
+			return
+		}
+	}
 }
 
 // Closed returns a channel that is closed when Close starts.
@@ -282,7 +423,7 @@ func (c *Conn) reader(m *member) {
 			return
 		}
 		c.recvd.Add(1)
-		if c.watch.Timeout > 0 {
+		if c.watch.Timeout > 0 || c.serving > 0 {
 			now := c.clock()
 			c.lastRecv.Store(now)
 			m.lastRecv.Store(now)
@@ -291,6 +432,9 @@ func (c *Conn) reader(m *member) {
 				m.since.Store(0)
 				m.unanswered.Store(0)
 			}
+		}
+		if m.standby.Load() {
+			c.takeOver(m)
 		}
 		select {
 		case c.recv <- buf[:n]:
@@ -310,16 +454,27 @@ func (c *Conn) writer(m *member) {
 		<-m.readerDone
 		c.mu.Lock()
 		delete(c.members, m)
+		c.promoteLocked()
 		c.notifyLocked()
 		c.mu.Unlock()
 		close(m.removed)
 	}()
-	if m.greet && !c.greet(m) {
+	standing := false // what the carrier was last told (StandBy)
+	if !m.standby.Load() && m.greet && !c.greet(m) {
 		return
 	}
 	carDone := m.car.Done()
 	var batch [][]byte // reused by writeQueued
 	for {
+		if m.standby.Load() {
+			if !c.standBy(m, &standing) {
+				return
+			}
+			if m.greet && !c.greet(m) {
+				return
+			}
+			continue
+		}
 		select {
 		case <-c.closed:
 			return
@@ -327,6 +482,7 @@ func (c *Conn) writer(m *member) {
 			return
 		case <-carDone:
 			return
+		case <-m.role:
 		case p := <-c.send:
 			var err error
 			batch, err = c.writeQueued(m, p, batch)
@@ -342,6 +498,40 @@ func (c *Conn) writer(m *member) {
 			c.sentExpectingReply(m)
 		}
 	}
+}
+
+// standBy runs while m stands by: it sends keepalives until m is told to
+// carry packets, and reports false if m's carrier failed or the Conn
+// closed. standing is what the carrier was last told.
+func (c *Conn) standBy(m *member, standing *bool) bool {
+	sc, _ := m.car.(StandbyCarrier)
+	tell := func(s bool) {
+		if sc != nil && *standing != s {
+			sc.StandBy(s)
+		}
+		*standing = s
+	}
+	tell(true)
+	keepalive := time.NewTicker(standbyKeepalive)
+	defer keepalive.Stop()
+	carDone := m.car.Done()
+	for m.standby.Load() {
+		select {
+		case <-c.closed:
+			return false
+		case <-m.dead:
+			return false
+		case <-carDone:
+			return false
+		case <-m.role:
+		case <-keepalive.C:
+			if sc != nil && sc.KeepAlive() != nil {
+				return false
+			}
+		}
+	}
+	tell(false)
+	return true
 }
 
 // greet sends a probe through m before anything else when the far end
@@ -403,7 +593,7 @@ func (c *Conn) watchReplies() {
 		for m := range c.members {
 			if c.unansweredFor(m, timeout) {
 				silent = append(silent, m)
-			} else if c.watch.Probe != nil && c.fellSilent(m, timeout) {
+			} else if c.watch.Probe != nil && !m.standby.Load() && c.fellSilent(m, timeout) {
 				c.sendProbe(m)
 			}
 		}
@@ -521,6 +711,7 @@ func (c *Conn) Stats() Stats {
 		PacketsSent:  c.sent.Load(),
 		PacketsRecvd: c.recvd.Load(),
 		Probes:       c.probes.Load(),
+		Takeovers:    c.takeovers.Load(),
 	}
 }
 

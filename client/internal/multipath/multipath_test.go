@@ -71,7 +71,7 @@ func recvOne(tb testing.TB, ch <-chan []byte) []byte {
 }
 
 func TestSendAndReceive(t *testing.T) {
-	c := New(nil, nil, ReplyWatch{})
+	c := New(nil, nil, ReplyWatch{}, 0)
 	defer c.Close()
 	// Written before any carrier exists: waits in the queue.
 	if _, err := c.WriteTo([]byte("early"), nil); err != nil {
@@ -131,7 +131,7 @@ func TestSendAndReceive(t *testing.T) {
 }
 
 func TestQueuesDropWhenFull(t *testing.T) {
-	c := New(nil, nil, ReplyWatch{})
+	c := New(nil, nil, ReplyWatch{}, 0)
 	defer c.Close()
 	for range QueueSize + 10 {
 		c.WriteTo([]byte("x"), nil)
@@ -142,7 +142,7 @@ func TestQueuesDropWhenFull(t *testing.T) {
 }
 
 func TestDeadlineAndClose(t *testing.T) {
-	c := New(nil, nil, ReplyWatch{})
+	c := New(nil, nil, ReplyWatch{}, 0)
 	c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
 	if _, _, err := c.ReadFrom(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("ReadFrom after deadline = %v", err)
@@ -179,7 +179,7 @@ func TestDeadlineAndClose(t *testing.T) {
 // BenchmarkRoundTrip measures one packet out through a carrier and one
 // back in.
 func BenchmarkRoundTrip(b *testing.B) {
-	c := New(nil, nil, ReplyWatch{})
+	c := New(nil, nil, ReplyWatch{}, 0)
 	defer c.Close()
 	car := newPipeCarrier()
 	if _, err := c.Add(car); err != nil {

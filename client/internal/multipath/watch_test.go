@@ -65,7 +65,7 @@ func TestReplyWatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := New(nil, nil, testWatch)
+				c := New(nil, nil, testWatch, 0)
 				defer c.Close()
 				car := newPipeCarrier()
 				if _, err := c.Add(car); err != nil {
@@ -107,7 +107,7 @@ func TestReplyWatch(t *testing.T) {
 // and the working one stays.
 func TestReplyWatchBlackHoleBesideWorkingCarrier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := New(nil, nil, testWatch)
+		c := New(nil, nil, testWatch, 0)
 		defer c.Close()
 		hole, good := newPipeCarrier(), newPipeCarrier()
 		for _, car := range []*pipeCarrier{hole, good} {
@@ -143,7 +143,7 @@ func TestReplyWatchBlackHoleBesideWorkingCarrier(t *testing.T) {
 // answers happen to come back on the other carrier is kept.
 func TestReplyWatchFewPacketsAnsweredElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := New(nil, nil, testWatch)
+		c := New(nil, nil, testWatch, 0)
 		defer c.Close()
 		quiet, other := newPipeCarrier(), newPipeCarrier()
 		for _, car := range []*pipeCarrier{quiet, other} {
@@ -190,7 +190,7 @@ func TestReplyWatchFloor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := testWatch
 		w.Floor = func() time.Duration { return 4 * testWatch.Timeout }
-		c := New(nil, nil, w)
+		c := New(nil, nil, w, 0)
 		defer c.Close()
 		car := newPipeCarrier()
 		if _, err := c.Add(car); err != nil {
@@ -235,7 +235,7 @@ func TestReplyWatchProbesSilentCarrier(t *testing.T) {
 				if tt.probe {
 					w.Probe = func() []byte { return []byte("p") }
 				}
-				c := New(nil, nil, w)
+				c := New(nil, nil, w, 0)
 				defer c.Close()
 				car := newPipeCarrier()
 				if _, err := c.Add(car); err != nil {
@@ -294,7 +294,7 @@ func TestGreetJoiningCarrier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := testWatch
 		w.Probe = func() []byte { return []byte("p") }
-		c := New(nil, nil, w)
+		c := New(nil, nil, w, 0)
 		defer c.Close()
 
 		first := newPipeCarrier()

@@ -375,10 +375,39 @@ type Peer struct {
 	noted       bool
 	received    uint64
 
+	// deadlineMu orders the reader's and StandBy's read deadlines.
+	deadlineMu sync.Mutex
+	standby    bool // guarded by deadlineMu: no idle timeout (StandBy)
+
 	// Owned by the reader.
 	buf         []byte // MaxMessageSize bytes
 	r, w        int    // unread bytes are buf[r:w]
 	deadlineSet time.Time
+}
+
+// StandBy lifts the idle timeout while standing is true, for a proxy the
+// caller keeps connected but sends nothing through, so that nothing comes
+// back; ICE still notices a dead proxy. With standing false the timeout
+// counts again from now.
+func (p *Peer) StandBy(standing bool) {
+	p.mu.Lock()
+	dc := p.dc
+	p.mu.Unlock()
+	p.deadlineMu.Lock()
+	defer p.deadlineMu.Unlock()
+	p.standby = standing
+	if dc != nil {
+		_ = dc.SetReadDeadline(p.idleDeadline(time.Now()))
+	}
+}
+
+// idleDeadline is the read deadline of a read at now: none while the
+// Peer stands by; deadlineMu is held.
+func (p *Peer) idleDeadline(now time.Time) time.Time {
+	if p.standby {
+		return time.Time{}
+	}
+	return now.Add(p.idleTimeout)
 }
 
 // ID returns the Peer's id (its DataChannel label), for logs.
@@ -596,7 +625,10 @@ func (p *Peer) fill() error {
 	for {
 		if now := time.Now(); now.Sub(p.deadlineSet) >= deadlineRefresh {
 			p.deadlineSet = now
-			if err := dc.SetReadDeadline(now.Add(p.idleTimeout)); err != nil {
+			p.deadlineMu.Lock()
+			err := dc.SetReadDeadline(p.idleDeadline(now))
+			p.deadlineMu.Unlock()
+			if err != nil {
 				return p.readError(err)
 			}
 		}

@@ -1,0 +1,161 @@
+package multipath
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// standbyCarrier is a pipeCarrier that records what standing by tells it.
+type standbyCarrier struct {
+	*pipeCarrier
+	told       chan bool // StandBy's arguments
+	keepalives chan struct{}
+}
+
+func newStandbyCarrier() *standbyCarrier {
+	return &standbyCarrier{pipeCarrier: newPipeCarrier(), told: make(chan bool, 8), keepalives: make(chan struct{}, 8)}
+}
+
+func (s *standbyCarrier) StandBy(standing bool) { s.told <- standing }
+func (s *standbyCarrier) KeepAlive() error {
+	s.keepalives <- struct{}{}
+	return nil
+}
+
+// noPacket fails if car has sent a packet.
+func noPacket(t *testing.T, car *standbyCarrier, what string) {
+	t.Helper()
+	select {
+	case p := <-car.out:
+		t.Fatalf("%s sent %q", what, p)
+	default:
+	}
+}
+
+// greeting is the probe the tests' watch makes: what a carrier sends
+// first on taking over.
+var greeting = []byte("probe")
+
+func standbyConn() *Conn {
+	return New(nil, nil, ReplyWatch{Timeout: time.Hour, ExpectsReply: func([]byte) bool { return false },
+		Probe: func() []byte { return append([]byte(nil), greeting...) }}, 1)
+}
+
+// TestStandbyTakesOverWhenServingDies: with serving 1 the second carrier
+// sends nothing but keepalives; when the first dies it greets the far end
+// and carries everything.
+func TestStandbyTakesOverWhenServingDies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := standbyConn()
+		defer c.Close()
+		a, b := newStandbyCarrier(), newStandbyCarrier()
+		removed, err := c.Add(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Add(b); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if c.Standing(a) || !c.Standing(b) {
+			t.Fatalf("standing: a %v, b %v; want only b", c.Standing(a), c.Standing(b))
+		}
+		if told := <-b.told; !told {
+			t.Fatal("b was not told to stand by")
+		}
+		for i := range 20 {
+			c.WriteTo([]byte{byte(i)}, nil)
+		}
+		synctest.Wait()
+		if len(a.out) != 20 {
+			t.Fatalf("a sent %d of 20 packets", len(a.out))
+		}
+		noPacket(t, b, "the standby")
+		time.Sleep(standbyKeepalive + time.Second)
+		if len(b.keepalives) != 1 {
+			t.Fatalf("%d keepalives after %v, want 1", len(b.keepalives), standbyKeepalive)
+		}
+		if len(a.keepalives) != 0 {
+			t.Fatal("the carrier in use sent keepalives")
+		}
+
+		a.die()
+		<-removed
+		c.WriteTo([]byte("after"), nil)
+		synctest.Wait()
+		if told := <-b.told; told {
+			t.Fatal("b was not told it carries")
+		}
+		if got := <-b.out; string(got) != string(greeting) {
+			t.Fatalf("b's first packet %q, want the greeting", got)
+		}
+		if got := <-b.out; string(got) != "after" {
+			t.Fatalf("b then sent %q", got)
+		}
+		if c.Standing(b) || c.Stats().Takeovers != 1 {
+			t.Fatalf("b standing %v, takeovers %d", c.Standing(b), c.Stats().Takeovers)
+		}
+	})
+}
+
+// TestStandbyTakesOverWhenReached: a packet that arrives through the
+// standby (the far end found the carrier in use silent) makes it carry,
+// and the carrier that received nothing for the longest stand by.
+func TestStandbyTakesOverWhenReached(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := standbyConn()
+		defer c.Close()
+		a, b := newStandbyCarrier(), newStandbyCarrier()
+		c.Add(a)
+		c.Add(b)
+		a.in <- []byte("down through a")
+		recvOne(t, c.recv)
+		time.Sleep(time.Second)
+		b.in <- []byte("down through b")
+		recvOne(t, c.recv)
+		synctest.Wait()
+		if !c.Standing(a) || c.Standing(b) {
+			t.Fatalf("standing: a %v, b %v; want only a", c.Standing(a), c.Standing(b))
+		}
+		c.WriteTo([]byte("up"), nil)
+		synctest.Wait()
+		if got := <-b.out; string(got) != string(greeting) {
+			t.Fatalf("b's first packet %q, want the greeting", got)
+		}
+		if got := <-b.out; string(got) != "up" {
+			t.Fatalf("b then sent %q", got)
+		}
+		noPacket(t, a, "the demoted carrier")
+	})
+}
+
+// TestDemote swaps the carrier in use with the standby, and does nothing
+// without a standby.
+func TestDemote(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := standbyConn()
+		defer c.Close()
+		a, b := newStandbyCarrier(), newStandbyCarrier()
+		c.Add(a)
+		if c.Demote(a) {
+			t.Fatal("Demote without a standby")
+		}
+		c.Add(b)
+		if c.Demote(b) {
+			t.Fatal("Demote of the standby")
+		}
+		if !c.Demote(a) || !c.Standing(a) || c.Standing(b) {
+			t.Fatalf("after Demote(a): a standing %v, b standing %v", c.Standing(a), c.Standing(b))
+		}
+		c.WriteTo([]byte("up"), nil)
+		synctest.Wait()
+		if got := <-b.out; string(got) != string(greeting) {
+			t.Fatalf("b's first packet %q, want the greeting", got)
+		}
+		if got := <-b.out; string(got) != "up" {
+			t.Fatalf("b then sent %q", got)
+		}
+		noPacket(t, a, "the demoted carrier")
+	})
+}
