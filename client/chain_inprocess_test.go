@@ -294,6 +294,36 @@ func TestInProcessMultipathKill(t *testing.T) {
 	}
 }
 
+// TestInProcessStandbyKill runs max=1 with a standby over three proxies
+// and kills the first silently in the middle of the transfer. The
+// transfer completes intact, within the bound of max=2 (the other proxy
+// was connected already), and the session collects a new standby. The
+// test relay sends through every carrier, as Snowflake's server does, so
+// the standby takes over now and then whether or not a proxy dies.
+func TestInProcessStandbyKill(t *testing.T) {
+	ch := dialInProcess(t, 3, 1, func(cfg *client.Config) { cfg.Standby = true })
+	p1, conn, events := ch.proxies[0], ch.conn, ch.events
+	waitEvent(t, events, client.EventProxyConnected) // the standby
+
+	res := echoTransfer(t, conn, transferSize, transferSize/3, func() { p1.Kill() })
+	t.Logf("max=1 and a standby, one proxy killed: longest stall %v", res.maxGap)
+	checkStall(t, res.maxGap, stallBoundMultipath)
+	if res.sent != res.received {
+		t.Fatalf("digest mismatch: sent %x, received %x", res.sent, res.received)
+	}
+	waitEvent(t, events, client.EventProxyLost)
+	// The next standby may have connected before the loss (quiet).
+	for deadline := time.Now().Add(idleTimeout); ; time.Sleep(10 * time.Millisecond) {
+		st := conn.Stats()
+		if st.ProxiesConnected == 3 && st.Proxies == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session used %d proxies and holds %d, want 3 and 2", st.ProxiesConnected, st.Proxies)
+		}
+	}
+}
+
 // TestInProcessStalledProxy stalls the serving proxy (max=1) a third of
 // the way into the transfer: its DataChannel stays open and ICE stays
 // alive, but nothing passes. The reply watch must drop it with ErrNoReply

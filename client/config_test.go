@@ -131,6 +131,12 @@ func TestApplyBridgeArgs(t *testing.T) {
 			}
 		}},
 		{name: "bad max", args: map[string][]string{"max": {"two"}}, err: client.ErrInvalidConfig},
+		{name: "standby", args: map[string][]string{"standby": {"true"}}, check: func(t *testing.T, c client.Config) {
+			if !c.Standby {
+				t.Error("standby not set")
+			}
+		}},
+		{name: "bad standby", args: map[string][]string{"standby": {"maybe"}}, err: client.ErrInvalidConfig},
 		{name: "covert dtls", args: map[string][]string{"covertdtls-config": {"Randomize"}}, check: func(t *testing.T, c client.Config) {
 			if c.CovertDTLS.Mode != covertdtls.Randomize {
 				t.Errorf("covert DTLS %+v", c.CovertDTLS)

@@ -142,6 +142,7 @@ type carrier struct {
 	delivered atomic.Int64  // clock of the last packet delivered, coarsely; 0: none
 	standing  atomic.Bool   // the writer waits in standBy
 	wake      chan struct{} // wakes it (capacity 1); made with the writer
+	nudged    clock         // owned by the writer: see standsBy
 }
 
 func newCarrier(r *Relay, conn *wsserver.Conn, addr netip.Addr) *carrier {
@@ -191,8 +192,8 @@ func (c *carrier) resume() {
 	}
 	// What the carrier took may be lost with it: let resends through.
 	c.client.resend.dropCarrier(c.resendNum)
-	if c.inUse(c.r.now()) {
-		c.client.deliveries.carrierLeft()
+	if now := c.r.now(); c.inUse(now) {
+		c.client.deliveries.carrierLeft(now)
 	}
 	if c.writerStarted {
 		close(c.stopWriter)
@@ -457,6 +458,7 @@ func (c *carrier) writeLoop(queue <-chan []byte) {
 		}
 		*bp = msg[:0]
 		c.r.pools.messages.Put(bp)
+		c.sent()
 		if err != nil || !ok {
 			if err != nil {
 				// Whatever the message held may be lost.

@@ -72,11 +72,24 @@ func newTestPacketConn(id turbotunnel.ClientID) *testPacketConn {
 // and starts reading packets from it.
 func (p *testPacketConn) dialCarrier(tb testing.TB, wsURL string) *testCarrier {
 	tb.Helper()
+	return p.dial(tb, wsURL, false)
+}
+
+// dialStandby is dialCarrier for a carrier that WriteTo passes over (idle)
+// until the test says otherwise.
+func (p *testPacketConn) dialStandby(tb testing.TB, wsURL string) *testCarrier {
+	tb.Helper()
+	return p.dial(tb, wsURL, true)
+}
+
+func (p *testPacketConn) dial(tb testing.TB, wsURL string, idle bool) *testCarrier {
+	tb.Helper()
 	ws, err := dialWS(wsURL)
 	if err != nil {
 		tb.Fatalf("dial carrier: %v", err)
 	}
 	c := &testCarrier{conn: wsconn.New(ws), raw: ws.UnderlyingConn(), done: make(chan struct{})}
+	c.idle.Store(idle)
 	if p.seal != nil {
 		p.joinSealed(tb, c)
 	} else {

@@ -86,20 +86,24 @@ func resendTicks(d time.Duration) uint16 {
 // segment of the largest send window the session has had (update), not
 // allocated until the session sends: TestResendFilterSize states it.
 type resendFilter struct {
-	mu      sync.Mutex
-	conv    uint32 // the KCP conversation the ring is about
-	started bool   // conv and lastSN are set
+	mu   sync.Mutex
+	conv uint32 // the KCP conversation the ring is about
+	// una is the client's latest cumulative acknowledgement (KCP's una:
+	// it holds every segment below), if unaKnown.
+	una      uint32
+	started  bool // conv and lastSN are set
+	unaKnown bool
+	// lapShift is log2(len(ring)): sn>>lapShift is the segment's lap.
+	lapShift uint8
+	lastNum  uint8 // the carrier number last handed out
+	// lastSN is the highest sn recorded (in sn's circular order), from
+	// which a growing ring recovers the sn of its entries.
+	lastSN uint32
+	hold   uint16 // resendHold in the filter's time units
 	// ring holds, at sn mod len(ring), an entry for the last segment with
 	// such a number that went out on a carrier; nil until update.
 	ring []resendEntry
-	// lapShift is log2(len(ring)): sn>>lapShift is the segment's lap.
-	lapShift uint8
-	// lastSN is the highest sn recorded (in sn's circular order), from
-	// which a growing ring recovers the sn of its entries.
-	lastSN  uint32
-	hold    uint16    // resendHold in the filter's time units
-	live    [4]uint64 // bit n: carrier number n is alive
-	lastNum uint8     // the carrier number last handed out
+	live [4]uint64 // bit n: carrier number n is alive
 	// deliveredNum[i] is a carrier number (0: none) and deliveredAt[i]
 	// the time of the latest transmission on it that the client
 	// acknowledged: what went out on it before was delivered or dropped.
@@ -314,7 +318,10 @@ func (f *resendFilter) push(seg turbotunnel.KCPSegment, num uint8, n *resendCoun
 		}
 		// A new session for the ClientID: forget the old one's.
 		clear(f.ring)
-		f.conv, f.lastSN, f.started = conv, sn-1, true
+		f.conv, f.lastSN, f.started, f.unaKnown = conv, sn-1, true, false
+	}
+	if f.unaKnown && int32(sn-f.una) < 0 {
+		return false // the client has it: a copy that waited in the queue
 	}
 	slot := &f.ring[sn&uint32(len(f.ring)-1)]
 	lap := uint8(sn >> f.lapShift)
@@ -339,7 +346,11 @@ func (f *resendFilter) push(seg turbotunnel.KCPSegment, num uint8, n *resendCoun
 
 // acked reads the ACKs in p, a KCP packet from the client: each one that
 // acknowledges the last transmission of its segment tells that the
-// carrier which took it delivered everything it took before.
+// carrier which took it delivered everything it took before. Every
+// segment's una tells what the client holds, so that a copy of it still
+// waiting in the client's queue is cut (push): when a carrier dies, the
+// relay's KCP resends its whole window, most of which the client may have
+// had from the dead carrier already.
 func (f *resendFilter) acked(p []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -353,7 +364,13 @@ func (f *resendFilter) acked(p []byte) {
 			return
 		}
 		p = rest
-		if seg.Cmd() != turbotunnel.KCPCmdAck || seg.Conv() != f.conv {
+		if seg.Conv() != f.conv {
+			continue
+		}
+		if una := seg.Una(); !f.unaKnown || int32(una-f.una) > 0 {
+			f.una, f.unaKnown = una, true
+		}
+		if seg.Cmd() != turbotunnel.KCPCmdAck {
 			continue
 		}
 		sn := seg.SN()

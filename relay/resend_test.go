@@ -674,3 +674,27 @@ func TestCarrierEndReleasesResends(t *testing.T) {
 		}
 	}
 }
+
+// withUna sets the una (cumulative acknowledgement) of segment seg.
+func withUna(seg []byte, una uint32) []byte {
+	binary.LittleEndian.PutUint32(seg[16:20], una)
+	return seg
+}
+
+// TestResendFilterCutsWhatTheClientHolds: once a packet from the client
+// says that it holds every segment below its una (a window probe through
+// a standby proxy that takes over), the copies of them that KCP resent
+// after the carrier that took them died are cut.
+func TestResendFilterCutsWhatTheClientHolds(t *testing.T) {
+	f, now := newTestFilter(64)
+	a := f.addCarrier()
+	sent := packet(push(1), push(2), push(3), push(4))
+	pass(t, f, sent, a, now, sent)
+	f.dropCarrier(a) // its proxy was killed
+	b := f.addCarrier()
+	f.acked(withUna(kcpSeg(7, turbotunnel.KCPCmdWask, 0, ""), 3))
+	pass(t, f, sent, b, now+1, packet(push(3), push(4)))
+	// An older una changes nothing.
+	f.acked(withUna(ack(3), 2))
+	pass(t, f, packet(push(2), push(5)), b, now+2, packet(push(5)))
+}

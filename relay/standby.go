@@ -13,12 +13,21 @@ import (
 // would carry half of a download and stall with the proxy in use wherever
 // their paths share a bottleneck. So a carrier takes packets while it is
 // in use, having delivered a packet within inUseFor, or while no other
-// carrier of its client is. Snowflake's client, and Flurry's with several
-// proxies in use, send through every carrier they use, so nothing changes
-// for them, but for one thing: a new carrier whose client's old one still
-// hangs (its proxy gone without a word, no connection closed) waits until
-// the old one has been silent for inUseFor, instead of sharing packets
-// with it.
+// carrier of its client is.
+//
+// When a carrier in use leaves (its proxy was killed: its WebSocket closed
+// at once), a carrier not in use sends one message, which tells the client
+// to switch to it, and then waits again until the client's first packet
+// through it, at most inUseFor: that packet's acknowledgement (una) tells
+// what the client holds, and the copies of it that the relay's KCP resends
+// meanwhile are cut (resend.go) instead of filling the new proxy's first,
+// slow round trips.
+//
+// Snowflake's client, and Flurry's with several proxies in use, send
+// through every carrier they use, so nothing changes for them, but for one
+// case: a new carrier whose client's old one still hangs (its proxy gone
+// without a word, no connection closed) waits until the old one has been
+// silent for inUseFor, instead of sharing packets with it.
 
 // inUseFor is how long a carrier counts as in use after it delivered a
 // packet. A client that is receiving acknowledges many times a second, but
@@ -35,8 +44,9 @@ const deliveryGrain = inUseFor / 64
 // deliveries is what a client's carriers know of each other's use.
 type deliveries struct {
 	// last is when a carrier of the client last delivered a packet (a
-	// clock; 0 since a carrier in use left).
-	last atomic.Int64
+	// clock; 0 since a carrier in use left), and leftAt when a carrier in
+	// use last left (0: none yet).
+	last, leftAt atomic.Int64
 
 	mu   sync.Mutex
 	left chan struct{} // closed when a carrier in use leaves; nil until a carrier waits
@@ -52,9 +62,10 @@ func (d *deliveries) leftChan() <-chan struct{} {
 	return d.left
 }
 
-// carrierLeft records that a carrier in use left: the others may take
-// packets until one of them delivers.
-func (d *deliveries) carrierLeft() {
+// carrierLeft records that a carrier in use left at now: the others may
+// send a message each.
+func (d *deliveries) carrierLeft(now clock) {
+	d.leftAt.Store(int64(max(now, 1)))
 	d.last.Store(0)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -67,9 +78,10 @@ func (d *deliveries) carrierLeft() {
 // noteDelivery records that the carrier delivered a packet at now, and
 // wakes its writer if that waits.
 func (c *carrier) noteDelivery(now clock) {
-	if now-clock(c.delivered.Load()) < deliveryGrain {
+	if last := clock(c.delivered.Load()); last != 0 && now-last < deliveryGrain {
 		return
 	}
+	now = max(now, 1) // 0 means none
 	c.delivered.Store(int64(now))
 	c.client.deliveries.last.Store(int64(now))
 	if c.standing.Load() {
@@ -88,13 +100,26 @@ func (c *carrier) inUse(now clock) bool {
 
 // standsBy reports whether the carrier takes none of its client's packets
 // at now, and until when at least, unless it delivers one or a carrier in
-// use leaves.
+// use leaves: while another carrier is in use, and after the one message
+// it sent since a carrier in use left (nudged).
 func (c *carrier) standsBy(now clock) (until clock, standing bool) {
-	last := clock(c.client.deliveries.last.Load())
-	if last == 0 || now-last > inUseFor || c.inUse(now) {
+	if c.inUse(now) {
 		return 0, false
 	}
-	return last + inUseFor, true
+	d := &c.client.deliveries
+	if last := clock(d.last.Load()); last != 0 && now-last <= inUseFor {
+		return last + inUseFor, true
+	}
+	if left := clock(d.leftAt.Load()); left != 0 && left == c.nudged && now-left <= inUseFor {
+		return left + inUseFor, true
+	}
+	return 0, false
+}
+
+// sent records that the writer sent a message: after a carrier in use
+// left, the one a carrier not in use may send.
+func (c *carrier) sent() {
+	c.nudged = clock(c.client.deliveries.leftAt.Load())
 }
 
 // standBy waits while the carrier stands by. It reports whether it

@@ -15,8 +15,7 @@ func TestStandbyCarrier(t *testing.T) {
 	a := pconn.dialCarrier(t, wsURL)
 	client := newTestClient(t, pconn)
 	echoRoundTrip(t, client, testPayload(1<<10), nil)
-	b := pconn.dialCarrier(t, wsURL)
-	b.idle.Store(true)
+	b := pconn.dialStandby(t, wsURL)
 	echoRoundTrip(t, client, testPayload(2<<20), nil)
 	// A carrier in use that delivered nothing for a second (a machine
 	// too busy to run the client) lets the standby take a few.

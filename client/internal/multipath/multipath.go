@@ -107,6 +107,12 @@ type StandbyCarrier interface {
 	KeepAlive() error
 }
 
+// takeoverPause is how long after a standing-by carrier took over because
+// a packet came through it the next may do so: Snowflake's server sends
+// through every carrier of a client, and without a pause the roles would
+// swap at every packet, each time with a greeting.
+const takeoverPause = 5 * time.Second
+
 // standbyKeepalive is how often a standing-by carrier sends a keepalive:
 // well within the 30 s after which Snowflake's and Flurry's proxies close
 // a DataChannel that carries nothing.
@@ -140,6 +146,7 @@ type Conn struct {
 	serving  int          // how many carriers carry packets at once; 0: all (New)
 	epoch    time.Time    // origin of the clock readings below
 	lastRecv atomic.Int64 // clock reading of the last packet received; 0: none
+	reached  atomic.Int64 // clock reading of the last takeover by a packet (takeOver); 0: none
 
 	mu      sync.Mutex // guards members and changed
 	members map[*member]struct{}
@@ -178,9 +185,10 @@ type member struct {
 // now and then (StandbyCarrier) and is read as any other. A standing-by
 // carrier takes over, greeting the far end first (see greet), when a
 // carrying one leaves the set, when the owner demotes one (Demote), and
-// when a packet arrives through it: the far end sends through a standby
-// only when the carriers in use fell silent. The carrier that has
-// received nothing for the longest then stands by in its place.
+// when a packet arrives through it: Flurry's relay sends through a
+// standby only when the carriers in use fell silent. The carrier that has
+// received nothing for the longest then stands by in its place. A packet
+// takes a standby over at most once per takeoverPause.
 func New(local, remote net.Addr, w ReplyWatch, serving int) *Conn {
 	c := &Conn{
 		local:        local,
@@ -344,6 +352,7 @@ func (c *Conn) takeOver(m *member) {
 	if _, ok := c.members[m]; !ok || !m.standby.Load() {
 		return
 	}
+	c.reached.Store(c.clock())
 	c.setStandbyLocked(m, false)
 	if c.servingLocked() <= c.serving {
 		return
@@ -434,7 +443,9 @@ func (c *Conn) reader(m *member) {
 			}
 		}
 		if m.standby.Load() {
-			c.takeOver(m)
+			if last := c.reached.Load(); last == 0 || c.clock()-last > int64(takeoverPause) {
+				c.takeOver(m)
+			}
 		}
 		select {
 		case c.recv <- buf[:n]:

@@ -159,3 +159,33 @@ func TestDemote(t *testing.T) {
 		noPacket(t, a, "the demoted carrier")
 	})
 }
+
+// TestStandbyReachedPauses: a far end that sends through every carrier
+// (Snowflake's server) swaps the roles at most once per takeoverPause,
+// not at every packet.
+func TestStandbyReachedPauses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := standbyConn()
+		defer c.Close()
+		a, b := newStandbyCarrier(), newStandbyCarrier()
+		c.Add(a)
+		c.Add(b)
+		for i := range 10 {
+			a.in <- []byte{byte(i)}
+			b.in <- []byte{byte(i)}
+			recvOne(t, c.recv)
+			recvOne(t, c.recv)
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := c.Stats().Takeovers; n != 1 {
+			t.Fatalf("%d takeovers within %v, want 1", n, time.Second)
+		}
+		time.Sleep(takeoverPause)
+		a.in <- []byte("again")
+		recvOne(t, c.recv)
+		synctest.Wait()
+		if n := c.Stats().Takeovers; n != 2 || c.Standing(a) {
+			t.Fatalf("%d takeovers after the pause, a standing %v; want 2, false", n, c.Standing(a))
+		}
+	})
+}
