@@ -21,8 +21,9 @@ GOVULNCHECK_VERSION ?= v1.9.0
 # (scripts/vulncheck.sh); a newer pin brings newer advisories.
 VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 
-# Every main package lives in a cmd/ directory under its role.
-CMDS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
+# Every main package lives in a cmd/ directory under its role. ($(shell)
+# does not see exported variables before GNU make 4.4: name the toolchain.)
+CMDS = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(PKGS))
 
 .DEFAULT_GOAL := help
 .PHONY: help demo build test fmt-check vet race stress bench-smoke bench loadtest clusterbench fuzz lint clean interop censorlab pathlab pathlab-failover snowflake-bins sidebyside httpcmp webproxy webproxy-test webproxy-sidebyside

@@ -126,15 +126,15 @@ func (c *carrier) sent() {
 // waited, and false in ok once the writer must stop.
 func (c *carrier) standBy() (waited, ok bool) {
 	for {
-		now := c.r.now()
-		until, standing := c.standsBy(now)
-		if !standing {
+		if _, standing := c.standsBy(c.r.now()); !standing {
 			return waited, true
 		}
 		c.standing.Store(true)
 		left := c.client.deliveries.leftChan()
 		// Look again now that the reader and the leaving carrier know.
-		if until, standing = c.standsBy(c.r.now()); !standing {
+		now := c.r.now()
+		until, standing := c.standsBy(now)
+		if !standing {
 			c.standing.Store(false)
 			return waited, true
 		}

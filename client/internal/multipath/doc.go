@@ -32,4 +32,9 @@
 // (with ErrNoReply) when such a packet went out through it and no answer
 // came back in time: nothing on any carrier, or, under sustained traffic,
 // nothing on this one while the others receive.
+//
+// The owner may also cap how many carriers carry packets at once (New's
+// serving): the others stand by, sending only keepalives, and one takes
+// over when a carrier in use leaves, is demoted, or is bypassed by the far
+// end (a packet arrives through the standby).
 package multipath
