@@ -37,6 +37,22 @@ func noPacket(t *testing.T, car *standbyCarrier, what string) {
 // first on taking over.
 var greeting = []byte("probe")
 
+// checkTookOver sends a packet through c and fails unless carrier in
+// greets the far end and then carries it, and out sends nothing. Inside
+// a synctest bubble.
+func checkTookOver(t *testing.T, c *Conn, in, out *standbyCarrier) {
+	t.Helper()
+	c.WriteTo([]byte("up"), nil)
+	synctest.Wait()
+	if got := <-in.out; string(got) != string(greeting) {
+		t.Fatalf("the new carrier's first packet %q, want the greeting", got)
+	}
+	if got := <-in.out; string(got) != "up" {
+		t.Fatalf("the new carrier then sent %q", got)
+	}
+	noPacket(t, out, "the demoted carrier")
+}
+
 func standbyConn() *Conn {
 	return New(nil, nil, ReplyWatch{Timeout: time.Hour, ExpectsReply: func([]byte) bool { return false },
 		Probe: func() []byte { return append([]byte(nil), greeting...) }}, 1)
@@ -118,15 +134,7 @@ func TestStandbyTakesOverWhenReached(t *testing.T) {
 		if !c.Standing(a) || c.Standing(b) {
 			t.Fatalf("standing: a %v, b %v; want only a", c.Standing(a), c.Standing(b))
 		}
-		c.WriteTo([]byte("up"), nil)
-		synctest.Wait()
-		if got := <-b.out; string(got) != string(greeting) {
-			t.Fatalf("b's first packet %q, want the greeting", got)
-		}
-		if got := <-b.out; string(got) != "up" {
-			t.Fatalf("b then sent %q", got)
-		}
-		noPacket(t, a, "the demoted carrier")
+		checkTookOver(t, c, b, a)
 	})
 }
 
@@ -148,15 +156,7 @@ func TestDemote(t *testing.T) {
 		if !c.Demote(a) || !c.Standing(a) || c.Standing(b) {
 			t.Fatalf("after Demote(a): a standing %v, b standing %v", c.Standing(a), c.Standing(b))
 		}
-		c.WriteTo([]byte("up"), nil)
-		synctest.Wait()
-		if got := <-b.out; string(got) != string(greeting) {
-			t.Fatalf("b's first packet %q, want the greeting", got)
-		}
-		if got := <-b.out; string(got) != "up" {
-			t.Fatalf("b then sent %q", got)
-		}
-		noPacket(t, a, "the demoted carrier")
+		checkTookOver(t, c, b, a)
 	})
 }
 
