@@ -135,6 +135,23 @@ func TestPathLabFailover(t *testing.T) {
 		failoverFileSize>>20, failoverKillPercent, failoverKillAfter, time.Now().UTC().Format(time.DateOnly), report.String())
 }
 
+// TestPathLabStandbyFailover is CI's short form of TestPathLabFailover's
+// flurry-standby cells: across the lab's `wifi` path, the proxy in use is
+// SIGKILLed during a download through Flurry's chain with a standby proxy,
+// and the download finishes intact (runFailoverCell fails the test
+// otherwise). The cell has two proxies of one client each, so after the
+// kill only the standby can carry it.
+func TestPathLabStandbyFailover(t *testing.T) {
+	testenv.Root(t, "the path lab's namespaces and TUN devices")
+	fl, sf := binaries(t)
+	path, err := netlab.ParseProfile("wifi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runFailoverCell(t, 0, path, pathChain{name: "flurry-standby", standby: true}, fl, sf, filepath.Join(t.TempDir(), "chain"))
+	t.Logf("wifi: %s", r)
+}
+
 // runFailoverCell downloads through chain c across a lab on path, with
 // two proxies registered at the broker (each serving one client at most,
 // so that with max=2 the client's two proxies are two processes), and
