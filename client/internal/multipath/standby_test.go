@@ -53,9 +53,13 @@ func checkTookOver(t *testing.T, c *Conn, in, out *standbyCarrier) {
 	noPacket(t, out, "the demoted carrier")
 }
 
-func standbyConn() *Conn {
-	return New(nil, nil, ReplyWatch{Timeout: time.Hour, ExpectsReply: func([]byte) bool { return false },
+// standbyConn returns a Conn with one carrier serving, closed when the
+// test ends, and two carriers not yet added. Inside a synctest bubble.
+func standbyConn(t *testing.T) (c *Conn, a, b *standbyCarrier) {
+	c = New(nil, nil, ReplyWatch{Timeout: time.Hour, ExpectsReply: func([]byte) bool { return false },
 		Probe: func() []byte { return append([]byte(nil), greeting...) }}, 1)
+	t.Cleanup(func() { c.Close() })
+	return c, newStandbyCarrier(), newStandbyCarrier()
 }
 
 // TestStandbyTakesOverWhenServingDies: with serving 1 the second carrier
@@ -63,9 +67,7 @@ func standbyConn() *Conn {
 // and carries everything.
 func TestStandbyTakesOverWhenServingDies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := standbyConn()
-		defer c.Close()
-		a, b := newStandbyCarrier(), newStandbyCarrier()
+		c, a, b := standbyConn(t)
 		removed, err := c.Add(a)
 		if err != nil {
 			t.Fatal(err)
@@ -120,9 +122,7 @@ func TestStandbyTakesOverWhenServingDies(t *testing.T) {
 // and the carrier that received nothing for the longest stand by.
 func TestStandbyTakesOverWhenReached(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := standbyConn()
-		defer c.Close()
-		a, b := newStandbyCarrier(), newStandbyCarrier()
+		c, a, b := standbyConn(t)
 		c.Add(a)
 		c.Add(b)
 		a.in <- []byte("down through a")
@@ -142,9 +142,7 @@ func TestStandbyTakesOverWhenReached(t *testing.T) {
 // without a standby.
 func TestDemote(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := standbyConn()
-		defer c.Close()
-		a, b := newStandbyCarrier(), newStandbyCarrier()
+		c, a, b := standbyConn(t)
 		c.Add(a)
 		if c.Demote(a) {
 			t.Fatal("Demote without a standby")
@@ -165,9 +163,7 @@ func TestDemote(t *testing.T) {
 // not at every packet.
 func TestStandbyReachedPauses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := standbyConn()
-		defer c.Close()
-		a, b := newStandbyCarrier(), newStandbyCarrier()
+		c, a, b := standbyConn(t)
 		c.Add(a)
 		c.Add(b)
 		for i := range 10 {
